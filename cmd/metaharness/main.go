@@ -1,0 +1,151 @@
+// Command metaharness drives a vendor coding-agent CLI from outside and
+// makes each run observable, steerable and hermetic. This package holds the
+// flags and the exit codes only: one file per verb, no protocol logic.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// version is stamped by the build; "dev" otherwise.
+var version = "dev"
+
+// cli is the whole command line: exactly the eight verbs of SPEC §3.1.
+type cli struct {
+	Version kong.VersionFlag `help:"Print the version and exit."`
+
+	Run          runCmd          `cmd:"" help:"Run one governed session of a vendor CLI (KIND: claude, codex, b10x)."`
+	McpServe     mcpServeCmd     `cmd:"" name:"mcp-serve" help:"Serve a tool contract (or the default verbs) over MCP on stdio."`
+	Loopback     loopbackCmd     `cmd:"" help:"Run the credential-attaching loopback proxy standalone."`
+	Capabilities capabilitiesCmd `cmd:"" help:"Print a kind's adapter descriptor. No model, network or credential."`
+	Conformance  conformanceCmd  `cmd:"" help:"Check a kind against its launch, replay and control vectors. No model, network or credential."`
+	Doctor       doctorCmd       `cmd:"" help:"Check the vendor binary, its version and the launch's flags. No model, network or credential."`
+	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
+	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message)."`
+}
+
+// env is what a verb may touch: its streams, its environment and the
+// diagnostics logger (stderr, never the event stream).
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	log    *zap.Logger
+}
+
+// verb is implemented by every command struct.
+type verb interface {
+	run(e *env) (exit.Code, error)
+}
+
+func main() {
+	os.Exit(int(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+}
+
+// Main runs one invocation and returns its exit code. Every refusal prints
+// exactly one line on stderr.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) exit.Code {
+	fail := func(err error) exit.Code {
+		fmt.Fprintln(stderr, exit.Line(err))
+		return exit.Refused
+	}
+	if err := refuseSecretsOnArgv(args); err != nil {
+		return fail(err)
+	}
+	var c cli
+	code, kctx, err := parse(&c, args, stdout, stderr)
+	if kctx == nil {
+		if err != nil {
+			return fail(err)
+		}
+		return code // --help or --version
+	}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, log: newLogger(stderr, getenv)}
+	defer func() { _ = e.log.Sync() }()
+	v, ok := kctx.Selected().Target.Addr().Interface().(verb)
+	if !ok {
+		return fail(fmt.Errorf("internal: command %q has no run method", kctx.Command()))
+	}
+	e.log.Debug("verb", zap.String("command", kctx.Command()))
+	code, err = v.run(e)
+	if err != nil {
+		return fail(err)
+	}
+	return code
+}
+
+// helpExit carries kong's exit request (after --help or --version) out of
+// the parser without ending the process, so Main stays testable.
+type helpExit int
+
+// parse runs kong. It returns a nil context when the invocation is over:
+// after help (code set, err nil) or on a usage error (err set).
+func parse(c *cli, args []string, stdout, stderr io.Writer) (code exit.Code, kctx *kong.Context, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h, ok := r.(helpExit)
+			if !ok {
+				panic(r)
+			}
+			code, kctx, err = exit.Code(h), nil, nil
+		}
+	}()
+	parser, err := kong.New(c,
+		kong.Name("metaharness"),
+		kong.Description("Drive a vendor coding-agent CLI from outside: observable, steerable, hermetic."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(helpExit(code)) }),
+		kong.Vars{"version": "metaharness " + version},
+	)
+	if err != nil {
+		return exit.Refused, nil, fmt.Errorf("internal: building the command line: %w", err)
+	}
+	kctx, err = parser.Parse(args)
+	if err != nil {
+		return exit.Refused, nil, exit.Refuse("usage", "%v; see metaharness --help", err)
+	}
+	return exit.OK, kctx, nil
+}
+
+// refuseSecretsOnArgv refuses an --api-key flag anywhere before "--": a key
+// on the command line lands in ps output and shell history.
+func refuseSecretsOnArgv(args []string) error {
+	for _, a := range args {
+		if a == "--" {
+			return nil
+		}
+		if a == "--api-key" || strings.HasPrefix(a, "--api-key=") {
+			return exit.Refuse("usage", "there is no --api-key flag: a key on the command line lands in ps output and shell history; "+
+				"name an environment variable or a file that holds it instead (for example --token-env NAME or --token-file PATH)")
+		}
+	}
+	return nil
+}
+
+// newLogger writes metaharness's own diagnostics to stderr at the level
+// METAHARNESS_LOG names (debug, info, warn, error); silent by default.
+func newLogger(stderr io.Writer, getenv func(string) string) *zap.Logger {
+	lvl, err := zapcore.ParseLevel(getenv("METAHARNESS_LOG"))
+	if getenv("METAHARNESS_LOG") == "" || err != nil {
+		return zap.NewNop()
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	enc.TimeKey = ""
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), lvl)
+	return zap.New(core).Named("metaharness")
+}
+
+// notBuilt is the refusal of a verb or option this build does not have yet.
+func notBuilt(what, waitsFor string) error {
+	return exit.Refuse("not-built", "%s is not built yet: it waits for %s; nothing was started", what, waitsFor)
+}

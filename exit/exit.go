@@ -1,0 +1,80 @@
+// Package exit holds the one exit-code table every verb returns through
+// (SPEC §3.2) and the refusal error that maps to code 2.
+//
+// A refusal is metaharness declining to do its job; it is never a verdict
+// about a run, which is why it has its own code and its own error type.
+package exit
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a process exit status with the meaning SPEC §3.2 gives it.
+type Code int
+
+const (
+	// OK: it ran and every gating verdict is ok (free verbs: succeeded).
+	OK Code = 0
+	// Gap: a gating row is gap, the auditor said 1, a conformance vector
+	// failed, or doctor found a fault.
+	Gap Code = 1
+	// Refused: metaharness refused or could not do its job. Never a verdict.
+	Refused Code = 2
+	// Unknown: nobody found out (a gating row is unk, the auditor said 3, or
+	// the child died with no terminal record). Not a softer Gap.
+	Unknown Code = 3
+)
+
+// Refusal is an error that ends a verb with Refused. Name is the code the
+// seed spells (catalogue-malformed, …); Message says what, which flag or
+// path, why, and what to do instead.
+type Refusal struct {
+	Name    string
+	Message string
+	Err     error // optional cause, for errors.Is/As
+}
+
+func (r *Refusal) Error() string { return r.Name + ": " + r.Message }
+
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// Refuse builds a Refusal with a formatted message.
+func Refuse(name, format string, args ...any) *Refusal {
+	return &Refusal{Name: name, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrap builds a Refusal that keeps err as its cause.
+func Wrap(name string, err error, format string, args ...any) *Refusal {
+	msg := fmt.Sprintf(format, args...)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	return &Refusal{Name: name, Message: msg, Err: err}
+}
+
+// Line renders err as the single stderr line SPEC §3.2 prescribes:
+// "metaharness: <code>: <message>". An error that is not a Refusal is an I/O
+// or internal failure and is named "io".
+func Line(err error) string {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return "metaharness: " + r.Name + ": " + r.Message
+	}
+	return "metaharness: io: " + err.Error()
+}
+
+// Worst returns the code that outranks the others: Gap over Unknown over OK.
+// Refused is not a verdict and is handled before verdicts are combined.
+func Worst(codes ...Code) Code {
+	out := OK
+	for _, c := range codes {
+		switch {
+		case c == Gap:
+			return Gap
+		case c == Unknown:
+			out = Unknown
+		}
+	}
+	return out
+}

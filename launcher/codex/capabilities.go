@@ -1,0 +1,47 @@
+// Package codex holds everything specific to Codex, driven through
+// `codex app-server`: its descriptor, launch plan and protocol reader.
+package codex
+
+import (
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Pin is the Codex version this build is tested against.
+const Pin = "0.169.0"
+
+// Capabilities is the codex descriptor. No codex run has been driven by
+// this build yet, so every tier and mode is unverified, which makes a run
+// that requires one refuse rather than over-claim.
+func Capabilities() *launcher.Capabilities {
+	s := launcher.Str
+	return &launcher.Capabilities{
+		Adapter:        launcher.Adapter{ID: "codex", Class: "harness"},
+		VersionsPinned: []string{Pin},
+		Tiers: launcher.Tiers{
+			Registration: launcher.Unverified, Call: launcher.Unverified,
+			Turn: launcher.Unverified, Kill: launcher.Unverified,
+		},
+		Commands: map[string]launcher.CommandSupport{
+			"tool.decide":    launcher.Honoured,
+			"interrupt":      launcher.Honoured,
+			"halt":           launcher.Honoured,
+			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
+			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
+			"steer":          launcher.RefusedWith(record.UnsupportedControl),
+			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		},
+		DecisionModes: map[string]launcher.Status{
+			"frame": launcher.Unverified, "ask": launcher.Unverified, "observe": launcher.Unverified,
+		},
+		Rendering: map[string]*string{
+			"file.read": nil, "file.write": s("apply_patch"), "file.edit": s("apply_patch"),
+			"dir.list": nil, "search": nil, "shell": s("exec_command"),
+			"web.read": s("web_search"), "skill.load": nil, "subagent.spawn": nil,
+			"task.todo": nil, "mcp.call": nil,
+		},
+		// Catalogue entries are declared as app-server dynamic tools under
+		// their mcp rendering, so the model calls them by that name.
+		CatalogueRendering: s("{mcp}"),
+	}
+}
