@@ -58,7 +58,7 @@ func contextTestTree(t *testing.T) string {
 		"a&b.md":         "amp\n",
 	}, false)
 	outside := filepath.Join(t.TempDir(), "outside.md")
-	writeTestFiles(t, filepath.Dir(outside), map[string]string{"outside.md": "secret\n"})
+	gitTestWriteFiles(t, filepath.Dir(outside), map[string]string{"outside.md": "secret\n"})
 	for link, target := range map[string]string{
 		"link.md":     "ok.md",
 		"linkdir":     "docs",
@@ -74,7 +74,7 @@ func contextTestTree(t *testing.T) string {
 	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeTestFiles(t, dir, map[string]string{"untracked.md": "not added\n", "docs/untracked.md": "no\n"})
+	gitTestWriteFiles(t, dir, map[string]string{"untracked.md": "not added\n", "docs/untracked.md": "no\n"})
 	return dir
 }
 
@@ -155,7 +155,7 @@ func TestLoadContextFilesRefusals(t *testing.T) {
 
 func TestLoadContextFilesNotInAnyRepository(t *testing.T) {
 	dir := t.TempDir()
-	writeTestFiles(t, dir, map[string]string{"a.md": "a\n"})
+	gitTestWriteFiles(t, dir, map[string]string{"a.md": "a\n"})
 	_, err := LoadContextFiles(dir, []string{"a.md"})
 	contextWantRefusal(t, err, "context-not-in-git-index", "a.md", "not in a git repository")
 }
@@ -175,7 +175,7 @@ func TestLoadContextFilesBrokenIndexOrGitfile(t *testing.T) {
 	contextWantRefusal(t, err, "context-git-index-unreadable", "a.md", "checksum")
 
 	copyDir := t.TempDir()
-	writeTestFiles(t, copyDir, map[string]string{"a.md": "a\n", ".git": "gitdir: ../gone.git\n"})
+	gitTestWriteFiles(t, copyDir, map[string]string{"a.md": "a\n", ".git": "gitdir: ../gone.git\n"})
 	_, err = LoadContextFiles(copyDir, []string{"a.md"})
 	contextWantRefusal(t, err, "context-git-index-unreadable", "a.md", "gone.git")
 }
@@ -225,7 +225,7 @@ func TestLoadContextFilesFromSubdirectoryAndWorktree(t *testing.T) {
 	wt := filepath.Join(t.TempDir(), "wt")
 	gitTest(t, main, "worktree", "add", "-q", "-b", "side", wt)
 	for _, d := range []string{main, wt} {
-		writeTestFiles(t, d, map[string]string{"new.md": "new\n"})
+		gitTestWriteFiles(t, d, map[string]string{"new.md": "new\n"})
 	}
 	gitTest(t, wt, "add", "new.md")
 	if _, err := LoadContextFiles(wt, []string{"new.md", "a.md"}); err != nil {
@@ -240,7 +240,7 @@ func TestLoadContextFilesScratchCopyWithGitfile(t *testing.T) {
 	// gitfile pointing back at the repository's git directory.
 	orig := gitTestRepo(t, map[string]string{"notes/n.md": "n\n"}, true)
 	scratch := t.TempDir()
-	writeTestFiles(t, scratch, map[string]string{
+	gitTestWriteFiles(t, scratch, map[string]string{
 		"notes/n.md":       "n\n",
 		"notes/unknown.md": "u\n",
 		".git":             "gitdir: " + filepath.Join(orig, ".git") + "\n",

@@ -39,8 +39,8 @@ func gitTest(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// writeTestFiles writes files (slash paths relative to dir) with their text.
-func writeTestFiles(t *testing.T, dir string, files map[string]string) {
+// gitTestWriteFiles writes files (slash paths relative to dir) with their text.
+func gitTestWriteFiles(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, text := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -59,7 +59,7 @@ func gitTestRepo(t *testing.T, files map[string]string, commit bool, initArgs ..
 	t.Helper()
 	dir := t.TempDir()
 	gitTest(t, dir, append([]string{"init", "-q"}, initArgs...)...)
-	writeTestFiles(t, dir, files)
+	gitTestWriteFiles(t, dir, files)
 	gitTest(t, dir, "add", "-A")
 	if commit {
 		gitTest(t, dir, "commit", "-q", "-m", "files")
@@ -123,7 +123,7 @@ func TestGitIndexParseMatchesGitForEachVersion(t *testing.T) {
 	}{
 		{name: "v2", version: 2, hash: "sha1"},
 		{name: "v3 with intent-to-add and skip-worktree", version: 3, hash: "sha1", prepare: func(t *testing.T, dir string) {
-			writeTestFiles(t, dir, map[string]string{"docs/intent.md": "later\n"})
+			gitTestWriteFiles(t, dir, map[string]string{"docs/intent.md": "later\n"})
 			gitTest(t, dir, "add", "-N", "docs/intent.md")
 			gitTest(t, dir, "update-index", "--skip-worktree", "docs/b.md")
 		}},
@@ -171,10 +171,10 @@ func TestGitIndexParseMatchesGitForEachVersion(t *testing.T) {
 func TestGitIndexConflictStagesAreNotNamed(t *testing.T) {
 	dir := gitTestRepo(t, map[string]string{"c.md": "base\n", "calm.md": "calm\n"}, true)
 	gitTest(t, dir, "checkout", "-q", "-b", "other")
-	writeTestFiles(t, dir, map[string]string{"c.md": "other\n"})
+	gitTestWriteFiles(t, dir, map[string]string{"c.md": "other\n"})
 	gitTest(t, dir, "commit", "-q", "-am", "other")
 	gitTest(t, dir, "checkout", "-q", "main")
-	writeTestFiles(t, dir, map[string]string{"c.md": "main\n"})
+	gitTestWriteFiles(t, dir, map[string]string{"c.md": "main\n"})
 	gitTest(t, dir, "commit", "-q", "-am", "main")
 	cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "merge", "-q", "other")
 	cmd.Dir = dir
@@ -279,7 +279,7 @@ func TestGitIndexFindRepo(t *testing.T) {
 	t.Run("linked worktree uses its own index", func(t *testing.T) {
 		wt := filepath.Join(t.TempDir(), "wt")
 		gitTest(t, main, "worktree", "add", "-q", "-b", "side", wt)
-		writeTestFiles(t, wt, map[string]string{"only-here.md": "w\n"})
+		gitTestWriteFiles(t, wt, map[string]string{"only-here.md": "w\n"})
 		gitTest(t, wt, "add", "only-here.md")
 		repo, err := gitIndexFindRepo(wt)
 		if err != nil {
@@ -313,7 +313,7 @@ func TestGitIndexFindRepo(t *testing.T) {
 			work := filepath.Join(parent, "work")
 			store := filepath.Join(parent, "store")
 			gitTest(t, parent, "init", "-q", "work")
-			writeTestFiles(t, work, map[string]string{"x/y.md": "y\n"})
+			gitTestWriteFiles(t, work, map[string]string{"x/y.md": "y\n"})
 			gitTest(t, work, "add", "x/y.md")
 			if err := os.MkdirAll(store, 0o755); err != nil {
 				t.Fatal(err)
@@ -321,7 +321,7 @@ func TestGitIndexFindRepo(t *testing.T) {
 			if err := os.Rename(filepath.Join(work, ".git"), filepath.Join(store, "repo.git")); err != nil {
 				t.Fatal(err)
 			}
-			writeTestFiles(t, work, map[string]string{".git": c.gitdir(store)})
+			gitTestWriteFiles(t, work, map[string]string{".git": c.gitdir(store)})
 			repo, err := gitIndexFindRepo(filepath.Join(work, "x"))
 			if err != nil {
 				t.Fatal(err)
@@ -338,7 +338,7 @@ func TestGitIndexFindRepo(t *testing.T) {
 	t.Run("bad gitfiles are errors, not a walk further up", func(t *testing.T) {
 		for _, body := range []string{"nonsense\n", "gitdir: \n", "gitdir: missing-dir\n", "gitdir: a.md\n"} {
 			dir := filepath.Join(main, "sub", "bad")
-			writeTestFiles(t, dir, map[string]string{".git": body, "a.md": "a"})
+			gitTestWriteFiles(t, dir, map[string]string{".git": body, "a.md": "a"})
 			if _, err := gitIndexFindRepo(dir); err == nil || err == errGitIndexNoRepo {
 				t.Errorf("gitfile %q: %v", body, err)
 			}
