@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/metaharness/metaharness/exit"
 )
@@ -317,10 +318,14 @@ func (r *AuditorResult) status() string {
 const maxRowsKept = 1000
 
 // Run re-checks the pairing, then runs the auditor once on the retained
-// vendor transcript and reads its verdict rows. Its stderr goes to stderr
-// (nil discards it). A re-check failure, a spawn failure, a cancelled ctx or
+// vendor transcript and reads its verdict rows; an empty transcript is
+// passed as the word "none". Its stderr goes to stderr (nil discards it),
+// and it inherits metaharness's environment. A re-check failure, a spawn failure, a cancelled ctx or
 // zero verdict rows is a refusal: setup failures, never a verdict.
 func (a *Auditor) Run(ctx context.Context, transcript string, stderr io.Writer) (*AuditorResult, error) {
+	if a == nil {
+		return nil, nil // no auditor was named: the floor alone audits
+	}
 	if err := a.Recheck(); err != nil {
 		return nil, err
 	}
@@ -333,6 +338,8 @@ func (a *Auditor) Run(ctx context.Context, transcript string, stderr io.Writer) 
 	rows := &rowCounter{}
 	cmd.Stdout = rows
 	cmd.Stderr = stderr
+	// A grandchild that keeps stdout open must not hold the run forever.
+	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
 	rows.flush()
 	if ctx.Err() != nil {

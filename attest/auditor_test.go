@@ -260,7 +260,9 @@ func TestRecheckAfterTheSession(t *testing.T) {
 		want   string
 		says   string
 	}{
-		{"program edited", func(t *testing.T, f fixture, _ string) { writeScript(t, filepath.Join(f.bin, "aud"), f.argsFile, "echo other") }, RefuseAuditorChanged, "changed during the session"},
+		{"program edited", func(t *testing.T, f fixture, _ string) {
+			writeScript(t, filepath.Join(f.bin, "aud"), f.argsFile, "echo other")
+		}, RefuseAuditorChanged, "changed during the session"},
 		{"program removed", func(t *testing.T, f fixture, _ string) { rm(t, filepath.Join(f.bin, "aud")) }, RefuseAuditorNotFound, "after the session: "},
 		{"program no longer executable", func(t *testing.T, f fixture, _ string) { chmod(t, filepath.Join(f.bin, "aud"), 0o644) }, RefuseAuditorNotExecutable, "after the session: "},
 		{"another program now first on PATH", func(t *testing.T, f fixture, early string) {

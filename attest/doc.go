@@ -16,10 +16,15 @@
 //	aud, err := attest.CheckPairing(p)        // before anything is started; err is exit 2
 //	walk, err := attest.WalkMemory(kind, dir) // before the spawn
 //	attest.AttestWorkdir(wd, &attestation)    // H7 and H11 into session.started.hermetic
+//	tap := &attest.Tap{}                      // record.NewWriter(io.MultiWriter(stdout, tap), id)
 //	... the session ...
 //	res, err := aud.Run(ctx, transcript, w)   // re-check, then invoke; err is exit 2
-//	ev := attest.Evaluate(lines, launch)
-//	code := ev.Conclude(stderr, launch.AuditOwed(), res, childExit)
+//	ev := attest.Evaluate(tap.Lines(), launch) // or ReadStream(file) for a recorded stream
+//	code, err := ev.Conclude(stderr, launch.AuditOwed(), res, childExit)
+//	doc := ev.Document(kind, launch.AuditOwed(), res, childExit) // --attestation FILE
+//
+// A refusal after the session (the re-check, or an auditor that says
+// nothing) ends the run with exit 2 and no report: the audit was not done.
 package attest
 
 //go:generate go run ./internal/genschema -out ../schemas

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/metaharness/metaharness/record"
 )
@@ -40,4 +41,67 @@ func ReadStream(r io.Reader) ([]*record.EventLine, error) {
 		return nil, fmt.Errorf("reading the event stream: %w", err)
 	}
 	return lines, nil
+}
+
+// Tap collects a run's stream as the record.Writer writes it, for Evaluate:
+// put it beside the run's stdout with io.MultiWriter. It keeps every line's
+// place (completeness counts them) but drops the payloads evaluation never
+// reads (text, tool inputs and results), so a long session costs little.
+type Tap struct {
+	mu      sync.Mutex
+	lines   []*record.EventLine
+	partial []byte
+	err     error
+}
+
+// Write takes whole or partial lines; it never fails, so that the run's own
+// stream is never cut short by the tap. A line that does not parse keeps
+// its place, empty, and is reported by Err.
+func (t *Tap) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, p...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		t.add(t.partial[:i])
+		t.partial = t.partial[i+1:]
+	}
+}
+
+func (t *Tap) add(raw []byte) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return
+	}
+	l, err := record.ParseEvent(raw)
+	if err != nil {
+		if t.err == nil {
+			t.err = fmt.Errorf("event stream line %d: %w", len(t.lines)+1, err)
+		}
+		t.lines = append(t.lines, &record.EventLine{})
+		return
+	}
+	switch l.Event.(type) {
+	case *record.SessionStarted, *record.SessionEnded, *record.StreamClosed, *record.ToolDecided, *record.Warning:
+	default:
+		l.Event = nil
+	}
+	t.lines = append(t.lines, l)
+}
+
+// Lines returns what the tap has seen so far, in order. A line whose
+// payload was dropped has a nil Event: these lines are for Evaluate only.
+func (t *Tap) Lines() []*record.EventLine {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]*record.EventLine{}, t.lines...)
+}
+
+// Err reports the first line that did not parse.
+func (t *Tap) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
