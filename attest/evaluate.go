@@ -310,14 +310,29 @@ func judgePlugins(started *record.SessionStarted, l Launch) (string, string) {
 		}
 		return Unk, "the opening record does not say which plugins loaded"
 	}
-	var loaded []string
+	var loaded, builtin []string
 	for _, p := range started.Plugins {
+		if isBuiltin(p) {
+			builtin = append(builtin, p.Name)
+			continue
+		}
 		loaded = append(loaded, p.Name)
 	}
-	if extra, missing := setDiff(loaded, l.Plugins); len(extra)+len(missing) > 0 {
-		return Gap, "loaded " + listOrNone(loaded) + ", declared " + listOrNone(l.Plugins) + differences(extra, missing, "undeclared", "not loaded")
+	note := ""
+	if len(builtin) > 0 {
+		note = " (built into the vendor binary, not counted: " + listOrNone(builtin) + ")"
 	}
-	return OK, "loaded exactly the declared set: " + listOrNone(loaded)
+	if extra, missing := setDiff(loaded, l.Plugins); len(extra)+len(missing) > 0 {
+		return Gap, "loaded " + listOrNone(loaded) + ", declared " + listOrNone(l.Plugins) + differences(extra, missing, "undeclared", "not loaded") + note
+	}
+	return OK, "loaded exactly the declared set: " + listOrNone(loaded) + note
+}
+
+// isBuiltin reports a plugin the vendor binary carries itself (Claude Code
+// 2.1.328 reports them with source "<name>@builtin"): it ships with the
+// pinned version, not with a config home, so H1a does not count it.
+func isBuiltin(p record.Plugin) bool {
+	return p.Source != nil && strings.HasSuffix(*p.Source, "@builtin")
 }
 
 func judgeOutputStyle(started *record.SessionStarted, l Launch) (string, string) {

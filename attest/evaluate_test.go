@@ -97,6 +97,12 @@ func TestRowRules(t *testing.T) {
 		{"H1a the declared set, in another order", H1a, func(s *record.SessionStarted) { s.Plugins = []record.Plugin{{Name: "b"}, {Name: "a"}} }, func(l *Launch) { l.Plugins = []string{"a", "b"} }, OK, "a, b"},
 		{"H1a an undeclared plugin is a gap", H1a, func(s *record.SessionStarted) { s.Plugins = []record.Plugin{{Name: "a"}, {Name: "x"}} }, func(l *Launch) { l.Plugins = []string{"a"} }, Gap, "undeclared: x"},
 		{"H1a a declared plugin not loaded is a gap", H1a, nil, func(l *Launch) { l.Plugins = []string{"a"} }, Gap, "not loaded: a"},
+		{"H1a plugins built into the vendor binary are not counted", H1a, func(s *record.SessionStarted) {
+			s.Plugins = []record.Plugin{{Name: "cc-plugin-privacy", Source: sp("cc-plugin-privacy@builtin")}, {Name: "a"}}
+		}, func(l *Launch) { l.Plugins = []string{"a"} }, OK, "not counted: cc-plugin-privacy"},
+		{"H1a a builtin-looking name from elsewhere still counts", H1a, func(s *record.SessionStarted) {
+			s.Plugins = []record.Plugin{{Name: "x", Source: sp("/home/op/plugins/x")}}
+		}, nil, Gap, "undeclared: x"},
 		{"H1a a plugin loaded twice is a gap", H1a, func(s *record.SessionStarted) { s.Plugins = []record.Plugin{{Name: "a"}, {Name: "a"}} }, func(l *Launch) { l.Plugins = []string{"a"} }, Gap, "undeclared: a"},
 		{"H1b null is unk", H1b, func(s *record.SessionStarted) { s.OutputStyle = nil }, nil, Unk, "output style"},
 		{"H1b direct provider null is ok", H1b, func(s *record.SessionStarted) { s.OutputStyle = nil }, func(l *Launch) { l.Class = "direct_provider" }, OK, ""},
