@@ -341,9 +341,63 @@ func readsBackAsWritten(obj map[string]any, f *Frame) error {
 		written["operations"] = ops
 	}
 	if got := appendCanonical(nil, written); !bytes.Equal(got, f.canonical) {
-		return fmt.Errorf("%w: the document does not read back as written (keys are case-sensitive and spelled as in docs/frames.md)", ErrInvalid)
+		var read any
+		d := json.NewDecoder(bytes.NewReader(f.canonical))
+		d.UseNumber()
+		_ = d.Decode(&read)
+		return fmt.Errorf("%w: %s does not read back as written: a key is missing there or spelled in another case (keys are case-sensitive; see docs/frames.md)",
+			ErrInvalid, firstDifference(written, read, ""))
 	}
 	return nil
+}
+
+// firstDifference names where two decoded JSON values first differ.
+func firstDifference(a, b any, at string) string {
+	name := func(k string) string {
+		if at == "" {
+			return k
+		}
+		return at + "." + k
+	}
+	switch a := a.(type) {
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := make([]string, 0, len(a)+len(bm))
+		for k := range a {
+			keys = append(keys, k)
+		}
+		for k := range bm {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			av, inA := a[k]
+			bv, inB := bm[k]
+			if inA != inB {
+				return name(k)
+			}
+			if !bytes.Equal(appendCanonical(nil, av), appendCanonical(nil, bv)) {
+				return firstDifference(av, bv, name(k))
+			}
+		}
+	case []any:
+		bl, ok := b.([]any)
+		if !ok || len(a) != len(bl) {
+			break
+		}
+		for i := range a {
+			if !bytes.Equal(appendCanonical(nil, a[i]), appendCanonical(nil, bl[i])) {
+				return firstDifference(a[i], bl[i], fmt.Sprintf("%s[%d]", at, i))
+			}
+		}
+	}
+	if at == "" {
+		return "the document"
+	}
+	return at
 }
 
 func opKey(v any) string {

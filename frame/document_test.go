@@ -201,7 +201,7 @@ func TestAdmits(t *testing.T) {
 		{Op: "file.write"}:                         false,
 		{Op: MCPCall, Server: "gh", Tool: "issue"}: true,
 		{Op: MCPCall, Server: "gh", Tool: "merge"}: false,
-		{Op: MCPCall}: false,
+		{Op: MCPCall}:                              false,
 	} {
 		if got := f.Admits(op); got != want {
 			t.Errorf("Admits(%s) = %v, want %v", op, got, want)
