@@ -67,8 +67,15 @@ func (e *Engine) decide(id string, c *record.ToolDecide) record.CommandOutcome {
 	case cs.phase == closed:
 		return record.Refuse(record.TooLate, fmt.Sprintf("call %s is closed: %s", c.CallID, cs.how))
 	}
-	if in := bytes.TrimSpace(c.Decision.Input); c.Decision.Decision == record.Replace && (len(in) == 0 || in[0] != '{') {
-		return record.Refuse(record.Malformed, "a replace input is the call's whole input: a JSON object")
+	if c.Decision.Decision == record.Replace {
+		if in := bytes.TrimSpace(c.Decision.Input); len(in) == 0 || in[0] != '{' {
+			return record.Refuse(record.Malformed, "a replace input is the call's whole input: a JSON object")
+		}
+		if e.frame != nil {
+			if v := e.frame.Verdict(cs.name, e.resolve(cs.name, c.Decision.Input)); v.Decision.Decision == record.Deny {
+				return record.Refuse(record.Malformed, fmt.Sprintf("the replacement input is outside the frame in force, and call %s is still pending: %s", c.CallID, v.Decision.Reason))
+			}
+		}
 	}
 	e.close(cs, c.Decision, ByEmbedder, cs.seam, fmt.Sprintf("it was already decided by the embedder (command %s)", id))
 	return record.OK(nil)

@@ -20,8 +20,9 @@ const (
 	// ModeFrame: the frame in force decides; with none, every call abstains.
 	ModeFrame Mode = "frame"
 	// ModeAsk: the embedder decides each call with tool.decide while the
-	// call blocks, against a deadline. A frame, if given, denies first what
-	// it does not admit; the embedder is asked about the rest.
+	// call blocks, against a deadline. A frame, if given, bounds the
+	// embedder: it denies first what it does not admit, the embedder is
+	// asked about the rest, and a replacement input must pass it too.
 	ModeAsk Mode = "ask"
 	// ModeObserve: every call is allowed and recorded through the same seam.
 	ModeObserve Mode = "observe"
@@ -140,7 +141,7 @@ const (
 )
 
 type callState struct {
-	id, seam, digest string
+	id, name, seam, digest string
 	phase            phase
 	order            uint64
 	armedAt          time.Time
@@ -226,7 +227,7 @@ func (e *Engine) Request(c Call, answer Answer) {
 			e.close(prev, record.DenyDecision(fmt.Sprintf("metaharness denied call %s: before it was decided it was presented again with a different input, and a decision answers exactly one request, so nothing ran", c.CallID)),
 				ByAdapter, prev.seam, "denied when it was re-presented with a different input")
 		}
-		mutated := &callState{id: c.CallID, seam: c.Seam, digest: digest, answers: []Answer{answer}, armedAt: e.cfg.Clock.Now()}
+		mutated := &callState{id: c.CallID, name: c.Name, seam: c.Seam, digest: digest, answers: []Answer{answer}, armedAt: e.cfg.Clock.Now()}
 		e.close(mutated, record.DenyDecision(fmt.Sprintf("metaharness denied this presentation of call %s: its input differs from the one first presented, and a decision answers exactly one request, so nothing ran", c.CallID)),
 			ByAdapter, c.Seam, "denied: its request was mutated")
 		if prev.phase == recorded {
@@ -243,7 +244,7 @@ func (e *Engine) Request(c Call, answer Answer) {
 		return
 	}
 	e.delivered++
-	cs := &callState{id: c.CallID, seam: c.Seam, digest: digest, order: e.delivered,
+	cs := &callState{id: c.CallID, name: c.Name, seam: c.Seam, digest: digest, order: e.delivered,
 		answers: []Answer{answer}, armedAt: e.cfg.Clock.Now()}
 	e.calls[c.CallID] = cs
 	if e.ended != "" {
