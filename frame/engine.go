@@ -142,14 +142,14 @@ const (
 
 type callState struct {
 	id, name, seam, digest string
-	phase            phase
-	order            uint64
-	armedAt          time.Time
-	deadlineMS       *uint64
-	timer            Timer
-	answers          []Answer
-	decision         record.Decision
-	how              string // how it closed, for TOO_LATE
+	phase                  phase
+	order                  uint64
+	armedAt                time.Time
+	deadlineMS             *uint64
+	timer                  Timer
+	answers                []Answer
+	decision               record.Decision
+	how                    string // how it closed, for TOO_LATE
 }
 
 // New builds an engine. observe with a frame is refused (exit 2).
