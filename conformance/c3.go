@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/record"
 )
@@ -115,27 +113,36 @@ func (v C3Vector) Check() error {
 	var diffs []string
 	for _, c := range []struct {
 		what      string
-		want, got []json.RawMessage
-	}{{"event trace", v.Expect.Events, got.Events}, {"lines to the child", v.Expect.Child, got.Child}} {
-		if d := cmp.Diff(sameJSON(c.want), sameJSON(c.got)); d != "" {
-			diffs = append(diffs, fmt.Sprintf("%s (-want +got):\n%s", c.what, d))
+		want, got []string
+	}{
+		{"event trace", sameJSON(v.Expect.Events), sameJSON(got.Events)},
+		{"lines to the child", sameJSON(v.Expect.Child), sameJSON(got.Child)},
+		{"stderr", v.Expect.Stderr, got.Stderr},
+	} {
+		if d := firstDifference(c.want, c.got); d != "" {
+			diffs = append(diffs, c.what+": "+d)
 		}
 	}
-	if d := cmp.Diff(v.Expect.Stderr, got.Stderr, cmpEmpty); d != "" {
-		diffs = append(diffs, fmt.Sprintf("stderr (-want +got):\n%s", d))
-	}
 	if len(diffs) > 0 {
-		return fmt.Errorf("%s: %s", v.ID, strings.Join(diffs, "\n"))
+		return fmt.Errorf("%s:\n%s", v.ID, strings.Join(diffs, "\n"))
 	}
 	return nil
 }
 
-var cmpEmpty = cmp.Transformer("nilIsEmpty", func(s []string) []string {
-	if s == nil {
-		return []string{}
+// firstDifference describes where two line lists first differ, or "".
+func firstDifference(want, got []string) string {
+	for i := 0; i < len(want) || i < len(got); i++ {
+		switch {
+		case i >= len(got):
+			return fmt.Sprintf("line %d is missing (want %d lines, got %d):\n  want %s", i+1, len(want), len(got), want[i])
+		case i >= len(want):
+			return fmt.Sprintf("line %d is extra (want %d lines, got %d):\n  got  %s", i+1, len(want), len(got), got[i])
+		case want[i] != got[i]:
+			return fmt.Sprintf("line %d differs:\n  want %s\n  got  %s", i+1, want[i], got[i])
+		}
 	}
-	return s
-})
+	return ""
+}
 
 // sameJSON renders each value with sorted keys, so that two values compare
 // equal exactly when they mean the same JSON.
