@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -143,6 +144,16 @@ func (s *Server) CertPool() *x509.CertPool {
 		pool.AddCert(c)
 	}
 	return pool
+}
+
+// CertPEM is the server's certificate in PEM, for a client that reads its
+// trust from a file (curl --cacert, SSL_CERT_FILE). Nil without TLS.
+func (s *Server) CertPEM() []byte {
+	c := s.ts.Certificate()
+	if c == nil {
+		return nil
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
 
 // TLSConfig is a client TLS configuration trusting the server.
