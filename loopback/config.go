@@ -152,6 +152,9 @@ func parseUpstream(raw string) (*url.URL, error) {
 func parseEgress(hosts []string) ([]egressRule, error) {
 	var out []egressRule
 	for _, h := range hosts {
+		if strings.ContainsAny(h, "/@?#* \t") {
+			return nil, exit.Refuse(RefuseEgressHostMalformed, "--allow-egress %q is not a host name; give HOST or HOST:PORT without scheme or path", h)
+		}
 		r := egressRule{host: h}
 		if host, port, err := net.SplitHostPort(h); err == nil {
 			r.host, r.port = host, port
@@ -160,7 +163,7 @@ func parseEgress(hosts []string) ([]egressRule, error) {
 			}
 		}
 		r.host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(r.host, "["), "]"))
-		if r.host == "" || strings.ContainsAny(r.host, "/@?#* \t") {
+		if r.host == "" || strings.Contains(r.host, ":") && net.ParseIP(r.host) == nil {
 			return nil, exit.Refuse(RefuseEgressHostMalformed, "--allow-egress %q is not a host name; give HOST or HOST:PORT without scheme or path", h)
 		}
 		out = append(out, r)

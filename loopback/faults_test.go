@@ -314,6 +314,7 @@ func TestMemoryBounded(t *testing.T) {
 	if allocDown > down/8 || allocUp > upload/4 {
 		t.Fatalf("allocated %d bytes for the response, %d for the request: a body was held", allocDown, allocUp)
 	}
+	_ = r.p.Close()
 	if recs := r.p.Records(); recs[0].BytesOut != down || recs[1].BytesIn != upload {
 		t.Fatalf("records %+v", recs)
 	}

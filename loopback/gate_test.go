@@ -121,6 +121,7 @@ func TestEgressPlainHTTPOffLoopback(t *testing.T) {
 	if code != 0 || !strings.HasSuffix(out, "403") || !strings.Contains(out, "plain http off loopback") {
 		t.Fatalf("curl exit %d out %s", code, out)
 	}
+	_ = p.Close()
 	if r := p.Records()[0]; r.Refused != RefusedEgressPlainHTTP {
 		t.Fatalf("record %+v", r)
 	}

@@ -188,7 +188,9 @@ func (p *Proxy) SocketPath() string { return p.cfg.Unix }
 // is a credential to this proxy: hand it to the child, never log it.
 func (p *Proxy) Placeholder() string { return string(p.placeholder) }
 
-// Records is every request so far (the most recent 4096), oldest first.
+// Records is every request so far (the most recent 4096), oldest first. A
+// request is recorded when its handler ends, which can be just after the
+// client has its answer: read them after Close for a complete list.
 func (p *Proxy) Records() []Record {
 	r, _ := p.rec.snapshot()
 	return r
