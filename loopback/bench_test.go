@@ -1,7 +1,6 @@
 package loopback
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/metaharness/metaharness/loopback/internal/benchup"
 )
 
 // The Go benchmarks run the three ways to the same upstream side by side
@@ -18,31 +19,10 @@ import (
 // with each proxy in its own process, and peak RSS, come from
 // scripts/bench-loopback.
 
-const benchBig = 10 << 20
+const benchBig = benchup.BigSize
 
 func benchUpstream(b *testing.B) *httptest.Server {
-	chunk := bytes.Repeat([]byte("x"), 32<<10)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		_, _ = io.WriteString(w, `{"type":"message","content":[{"type":"text","text":"ok"}]}`)
-	})
-	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "event: message_start\ndata: {}\n\n")
-		w.(http.Flusher).Flush()
-		_, _ = io.WriteString(w, "event: message_stop\ndata: {}\n\n")
-	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		for sent := 0; sent < benchBig; sent += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	})
-	up := httptest.NewServer(mux)
+	up := httptest.NewServer(benchup.Handler())
 	b.Cleanup(up.Close)
 	return up
 }

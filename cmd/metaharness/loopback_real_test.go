@@ -87,21 +87,44 @@ func randomToken(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// runVendor runs a vendor CLI to its end (three minutes at most) and
-// returns its stdout and stderr.
-func runVendor(t *testing.T, w *childWatch, cmd *exec.Cmd) ([]byte, []byte) {
+// runVendor runs a vendor CLI in dir with env to its end (three minutes at
+// most) and returns its stdout and stderr. Stdin stays /dev/null: codex exec
+// reads a non-TTY stdin into the prompt.
+func runVendor(t *testing.T, w *childWatch, dir string, env []string, bin string, args ...string) ([]byte, []byte) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	w.started(cmd.Process.Pid)
-	err := cmd.Wait()
-	if err != nil {
-		t.Errorf("%s: %v\nstdout:\n%s\nstderr:\n%s", cmd.Path, err, stdout.Bytes(), stderr.Bytes())
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("%s: %v\nstdout:\n%s\nstderr:\n%s", bin, err, stdout.Bytes(), stderr.Bytes())
 	}
 	return stdout.Bytes(), stderr.Bytes()
+}
+
+// checkAfter stops the verb and checks what a run through it must show:
+// the upstream saw only the real token, the child held only the
+// placeholder (in placeholderVar), nothing was refused, and no output
+// carries a secret.
+func checkAfter(t *testing.T, v *verbRun, up *scripted.Server, w *childWatch, token, placeholderVar string, childOutput []byte) {
+	t.Helper()
+	counters, tail := v.stop()
+	t.Logf("loopback counters: %+v", counters)
+	checkUpstream(t, up, token, v.started.Placeholder)
+	w.check(t, token, v.started.Placeholder, placeholderVar)
+	if counters.Forwarded == 0 || counters.RefusedAuth != 0 || counters.RefusedEgress != 0 {
+		t.Errorf("counters %+v", counters)
+	}
+	v.assertNoSecrets(token, tail)
+	if bytes.Contains(childOutput, []byte(token)) {
+		t.Error("the real token reached the child's output")
+	}
 }
 
 // checkUpstream: every model request reached the scripted server with the
@@ -140,29 +163,14 @@ func claudeThroughVerb(t *testing.T, args ...string) {
 	v := startVerb(t, []string{"MH_REAL_TOKEN=" + token}, append([]string{"--upstream", up.URL(), "--token-env", "MH_REAL_TOKEN"}, args...)...)
 	home := vendortest.NewHome(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, claude, "-p", "Say done.", "--output-format", "stream-json", "--verbose",
+	stdout, stderr := runVendor(t, w, home.Work, home.ClaudeEnv(tools, v.started.Env["claude"]), claude,
+		"-p", "Say done.", "--output-format", "stream-json", "--verbose",
 		"--tools", "", "--strict-mcp-config", "--setting-sources", "", "--no-session-persistence", "--permission-mode", "dontAsk")
-	cmd.Dir = home.Work
-	cmd.Env = home.ClaudeEnv(tools, v.started.Env["claude"])
-	stdout, stderr := runVendor(t, w, cmd)
-
 	res, err := vendortest.LastClaudeResult(stdout)
 	if err != nil || res.IsError || res.Result != "DONE via loopback" {
 		t.Fatalf("claude result %+v (%v)\nstdout:\n%s\nstderr:\n%s", res, err, stdout, stderr)
 	}
-	counters, tail := v.stop()
-	t.Logf("loopback counters: %+v", counters)
-	checkUpstream(t, up, token, v.started.Placeholder)
-	w.check(t, token, v.started.Placeholder, "ANTHROPIC_AUTH_TOKEN")
-	if counters.Forwarded == 0 || counters.RefusedAuth != 0 || counters.RefusedEgress != 0 {
-		t.Errorf("counters %+v", counters)
-	}
-	v.assertNoSecrets(token, tail)
-	if bytes.Contains(append(stdout, stderr...), []byte(token)) {
-		t.Error("the real token reached the child's output")
-	}
+	checkAfter(t, v, up, w, token, "ANTHROPIC_AUTH_TOKEN", append(stdout, stderr...))
 }
 
 // TestLoopbackRealCodex: real Codex 0.169.0, whose model provider's key is
@@ -178,27 +186,11 @@ func TestLoopbackRealCodex(t *testing.T) {
 	home := vendortest.NewHome(t)
 	home.WriteCodexConfig(t, vendortest.CodexConfig(*v.started.CodexModelProvider, *v.started.CodexProviderTOML))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	// Stdin stays nil, i.e. /dev/null: codex exec reads a non-TTY stdin into the prompt.
-	cmd := exec.CommandContext(ctx, codex, "exec", "--json", "--skip-git-repo-check", "--ephemeral", "Say done.")
-	cmd.Dir = home.Work
-	cmd.Env = home.CodexEnv(tools, v.started.Env["codex"])
-	stdout, stderr := runVendor(t, w, cmd)
-
+	stdout, stderr := runVendor(t, w, home.Work, home.CodexEnv(tools, v.started.Env["codex"]), codex,
+		"exec", "--json", "--skip-git-repo-check", "--ephemeral", "Say done.")
 	out := vendortest.ReadCodexExec(stdout)
 	if !out.Completed || out.AgentMessage != "DONE via loopback" {
 		t.Fatalf("codex outcome %+v\nstdout:\n%s\nstderr:\n%s", out, stdout, stderr)
 	}
-	counters, tail := v.stop()
-	t.Logf("loopback counters: %+v", counters)
-	checkUpstream(t, up, token, v.started.Placeholder)
-	w.check(t, token, v.started.Placeholder, "METAHARNESS_LOOPBACK_KEY")
-	if counters.Forwarded == 0 || counters.RefusedAuth != 0 || counters.RefusedEgress != 0 {
-		t.Errorf("counters %+v", counters)
-	}
-	v.assertNoSecrets(token, tail)
-	if bytes.Contains(append(stdout, stderr...), []byte(token)) {
-		t.Error("the real token reached the child's output")
-	}
+	checkAfter(t, v, up, w, token, "METAHARNESS_LOOPBACK_KEY", append(stdout, stderr...))
 }

@@ -10,7 +10,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -28,10 +27,10 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/loopback/internal/benchup"
 )
 
 const (
-	bigSize    = 10 << 20
 	smallBody  = `{"model":"m","max_tokens":16,"messages":[{"role":"user","content":"a small request of a couple of hundred bytes, like a short turn"}]}`
 	tokenEnv   = "LOOPBENCH_TOKEN"
 	benchToken = "sk-bench-not-a-real-key"
@@ -122,7 +121,7 @@ func run(rounds, nSmall, nSSE, nBig int) error {
 				if err != nil {
 					return fmt.Errorf("%s big: %w", t.name, err)
 				}
-				t.rates = append(t.rates, bigSize/d.Seconds())
+				t.rates = append(t.rates, benchup.BigSize/d.Seconds())
 			}
 		}
 	}
@@ -166,38 +165,13 @@ func (t *target) firstByte(c *http.Client) (time.Duration, error) {
 	return d, err
 }
 
-// startUpstream serves /small (a short JSON answer), /sse (one event at
-// once, then a second after the first has gone out) and /big (10 MiB in
-// 32 KiB writes) on 127.0.0.1, in this process.
+// startUpstream serves benchup's paths on 127.0.0.1, in this process.
 func startUpstream() (string, error) {
-	chunk := bytes.Repeat([]byte("x"), 32<<10)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/small", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","content":[{"type":"text","text":"ok"}]}`)
-	})
-	mux.HandleFunc("/sse", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "event: message_start\ndata: {}\n\n")
-		w.(http.Flusher).Flush()
-		_, _ = io.WriteString(w, "event: message_stop\ndata: {}\n\n")
-	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/octet-stream")
-		for sent := 0; sent < bigSize; sent += len(chunk) {
-			if _, err := w.Write(chunk); err != nil {
-				return
-			}
-		}
-	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	go func() { _ = http.Serve(ln, mux) }()
+	go func() { _ = http.Serve(ln, benchup.Handler()) }()
 	return "http://" + ln.Addr().String(), nil
 }
 
