@@ -213,11 +213,10 @@ func (p *Proxy) authorized(h http.Header) (bool, string) {
 	var got []string
 	got = append(got, h.Values("X-Api-Key")...)
 	for _, a := range h.Values("Authorization") {
-		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			got = append(got, a[7:])
-		} else {
-			got = append(got, a)
+		if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
+			return false, RefusedWrongPlaceholder // another scheme, or none
 		}
+		got = append(got, a[7:])
 	}
 	if len(got) == 0 {
 		return false, RefusedNoPlaceholder

@@ -86,6 +86,7 @@ func TestRefusesWithoutPlaceholder(t *testing.T) {
 		{"the real token itself", map[string]string{"x-api-key": realToken}, RefusedWrongPlaceholder},
 		{"placeholder prefix", map[string]string{"x-api-key": p.Placeholder()[:len(p.Placeholder())-1]}, RefusedWrongPlaceholder},
 		{"basic auth", map[string]string{"Authorization": "Basic " + p.Placeholder()}, RefusedWrongPlaceholder},
+		{"no auth scheme", map[string]string{"Authorization": p.Placeholder()}, RefusedWrongPlaceholder},
 		{"right beside wrong", map[string]string{"x-api-key": p.Placeholder(), "Authorization": "Bearer nope"}, RefusedWrongPlaceholder},
 	}
 	for _, tc := range cases {
