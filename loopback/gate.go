@@ -176,21 +176,29 @@ func (p *Proxy) dialTunnel(req *http.Request, network, addr string) (net.Conn, e
 		p.rec.finish(rec)
 		return nil, fmt.Errorf("egress to %s: %s is not a TCP network", addr, network)
 	}
+	p.tunnelMu.Lock()
+	defer p.tunnelMu.Unlock()
+	if p.tunnels == nil { // Close has begun: no new tunnel may outlive it
+		_ = c.Close()
+		rec.Error, rec.Status = ErrEgressDial+": the proxy is closing", http.StatusBadGateway
+		p.rec.finish(rec)
+		return nil, fmt.Errorf("egress to %s: the loopback proxy is closing", addr)
+	}
 	rec.Status = http.StatusOK
 	cc := &countingConn{Conn: c, tcp: tcp, p: p, rec: rec}
 	p.active.Add(1)
-	p.tunnelMu.Lock()
 	p.tunnels[cc] = struct{}{}
-	p.tunnelMu.Unlock()
 	return cc, nil
 }
 
+// closeTunnels closes every open tunnel and refuses new ones.
 func (p *Proxy) closeTunnels() {
 	p.tunnelMu.Lock()
 	open := make([]*countingConn, 0, len(p.tunnels))
 	for c := range p.tunnels {
 		open = append(open, c)
 	}
+	p.tunnels = nil
 	p.tunnelMu.Unlock()
 	for _, c := range open {
 		_ = c.Close()
@@ -230,7 +238,7 @@ func (c *countingConn) Close() error {
 		c.rec.BytesIn, c.rec.BytesOut = c.in.Load(), c.out.Load()
 		c.p.rec.finish(c.rec)
 		c.p.tunnelMu.Lock()
-		delete(c.p.tunnels, c)
+		delete(c.p.tunnels, c) // a no-op once Close has dropped the set
 		c.p.tunnelMu.Unlock()
 		c.p.active.Done()
 	})
