@@ -126,6 +126,9 @@ func readContractFile(path string) ([]byte, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
+		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
+			return nil, unreadable("is not a regular file (it is %s); pass the tool contract's file itself", describeMode(st.Mode()))
+		}
 		return nil, unreadable("cannot be opened (%v); pass the path of a readable tool contract file", errors.Unwrap(err))
 	}
 	defer f.Close()
@@ -262,10 +265,11 @@ func contractFromTree(source string, doc any) (*Contract, error) {
 				where += "." + fe.field
 				err = errors.New(fe.msg)
 			}
+			msg := err.Error()
 			if obj, ok := raw.(*Object); ok && obj.Line > 0 {
-				where += fmt.Sprintf(" (line %d)", obj.Line)
+				msg += fmt.Sprintf(" (the entry begins at line %d)", obj.Line)
 			}
-			return nil, malformed(where, "%v", err)
+			return nil, malformed(where, "%s", msg)
 		}
 		if other, dup := c.byPublished[e.Published()]; dup {
 			return nil, malformed(where, "%s is published as %s, the name %s already has; give one of them another renderings.mcp", e.Name, e.Published(), other.Name)
