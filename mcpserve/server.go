@@ -239,12 +239,14 @@ func callID(req mcp.CallToolRequest) string {
 	return "call-" + randomHex(8)
 }
 
-// ServeStdio serves one client on in/out until in ends or ctx is done.
-// mcp-go answers requests that are still in flight at the end of input.
+// ServeStdio serves one client on in/out until in ends or ctx is done;
+// every request read is answered before the end of the input is let through
+// (see drain).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out, errlog io.Writer) error {
 	stdio := server.NewStdioServer(s.MCP)
 	stdio.SetErrorLogger(log.New(errlog, "metaharness: mcp-serve: ", 0))
-	err := stdio.Listen(ctx, in, out)
+	d := newDrain(ctx, in, out)
+	err := stdio.Listen(ctx, d, d)
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -652,3 +652,33 @@ func TestServeHTTP(t *testing.T) {
 		t.Fatalf("tools/call over HTTP: %+v %v", res, err)
 	}
 }
+
+// TestStdioAnswersEveryRequestAtEndOfInput: input that ends at once (as
+// `printf … | mcp-serve` does) still gets every request answered.
+func TestStdioAnswersEveryRequestAtEndOfInput(t *testing.T) {
+	ws, _ := tree(t)
+	con, _ := ParseContract("test.yaml", []byte(testContract))
+	s := newServer(t, Options{Contract: con, Workspace: ws})
+	var in strings.Builder
+	in.WriteString(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}` + "\n")
+	const calls = 60
+	for i := range calls {
+		fmt.Fprintf(&in, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"a.txt"}}}`+"\n", i)
+	}
+	in.WriteString(`{"jsonrpc":"2.0","id":"p","method":"ping"}` + "\n")
+	var out strings.Builder
+	if err := s.ServeStdio(context.Background(), strings.NewReader(in.String()), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	answered := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var e envelope
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.Error != nil {
+			t.Fatalf("bad answer %s", line)
+		}
+		answered[string(e.ID)] = true
+	}
+	if len(answered) != calls+2 {
+		t.Errorf("%d of %d requests answered", len(answered), calls+2)
+	}
+}
