@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,30 +51,39 @@ func nodeEnv(t *testing.T, tools string) []string {
 }
 
 var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-	buildDir  string
+	buildMu  sync.Mutex
+	builds   = map[string]string{}
+	buildDir string
 )
 
 // metaharnessBinary builds the real binary once per test run.
-func metaharnessBinary(t *testing.T) string {
+func metaharnessBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "mcpserve-bin-")
-		if buildErr != nil {
-			return
-		}
-		binary = filepath.Join(buildDir, "metaharness")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/metaharness/metaharness/cmd/metaharness").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	return built(t, "github.com/metaharness/metaharness/cmd/metaharness")
+}
+
+// built builds a command package once per test run into a scratch
+// directory removed by TestMain.
+func built(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := builds[pkg]; ok {
+		return bin
 	}
-	return binary
+	if buildDir == "" {
+		dir, err := os.MkdirTemp("", "mcpserve-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = dir
+	}
+	bin := filepath.Join(buildDir, filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	builds[pkg] = bin
+	return bin
 }
 
 func TestMain(m *testing.M) {

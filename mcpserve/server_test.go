@@ -24,13 +24,23 @@ import (
 // rpc is a JSON-RPC client speaking to a server over the stdio transport,
 // line by line, matching responses by id (mcp-go answers out of order).
 type rpc struct {
-	t      *testing.T
+	t      testing.TB
 	w      io.WriteCloser
 	r      *bufio.Reader
 	next   int
 	seen   map[int]json.RawMessage
-	done   chan error
+	done   chan error // the server's end
 	closed bool
+}
+
+func newRPC(t testing.TB, w io.WriteCloser, r io.Reader) *rpc {
+	return &rpc{t: t, w: w, r: bufio.NewReader(r), seen: map[int]json.RawMessage{}, done: make(chan error, 1)}
+}
+
+func (c *rpc) initialize() {
+	c.t.Helper()
+	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "test", "version": "0"}})
+	c.notify("notifications/initialized")
 }
 
 // startStdio serves s on a pipe pair and initializes a session.
@@ -38,15 +48,14 @@ func startStdio(t *testing.T, s *Server) *rpc {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &rpc{t: t, w: inW, r: bufio.NewReader(outR), seen: map[int]json.RawMessage{}, done: make(chan error, 1)}
+	c := newRPC(t, inW, outR)
 	go func() {
 		err := s.ServeStdio(context.Background(), inR, outW, io.Discard)
 		outW.Close()
 		c.done <- err
 	}()
 	t.Cleanup(c.close)
-	c.call("initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "test", "version": "0"}})
-	c.notify("notifications/initialized")
+	c.initialize()
 	return c
 }
 
