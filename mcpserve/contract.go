@@ -24,14 +24,17 @@ const MaxContractBytes = 4 << 20
 
 // The refusal codes of a catalogue, spelled as the seed spells them.
 const (
-	CodeUnreadable     = "catalogue-unreadable"
-	CodeNotContract    = "catalogue-not-tool-contract"
-	CodeMalformed      = "catalogue-malformed"
-	CodeCopyDiffers    = "catalogue-copy-differs"
-	CodeNotCarried     = "catalogue-not-carried"
-	CodeNeedsOwned     = "catalogue-needs-owned-surface"
-	CodeWithAllowProg  = "catalogue-with-allow-program"
-	CodeNameReserved   = "catalogue-name-reserved"
+	CodeUnreadable    = "catalogue-unreadable"
+	CodeNotContract   = "catalogue-not-tool-contract"
+	CodeMalformed     = "catalogue-malformed"
+	CodeCopyDiffers   = "catalogue-copy-differs"
+	CodeNotCarried    = "catalogue-not-carried"
+	CodeNeedsOwned    = "catalogue-needs-owned-surface"
+	CodeWithAllowProg = "catalogue-with-allow-program"
+	CodeNameReserved  = "catalogue-name-reserved"
+)
+
+const (
 	contractFixRemedy  = "fix the tool contract (format " + ContractFormat + ", see schemas/tool-contract.schema.json)"
 	publishedNameRules = "^[A-Za-z0-9_-]{1,64}$"
 )

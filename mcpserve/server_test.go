@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/metaharness/metaharness/record"
 )
@@ -546,6 +547,7 @@ func TestServeDecisionChannelFailures(t *testing.T) {
 // TestDecisionChannelDeadline: an answerer that never answers is cut off
 // at the asker's deadline and the call is denied.
 func TestDecisionChannelDeadline(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	sock := filepath.Join(t.TempDir(), "slow.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

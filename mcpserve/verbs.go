@@ -24,57 +24,67 @@ const (
 
 // verbs is the contract of the three verbs themselves, so that their
 // arguments go through the same checks as any entry's.
-var verbs = mustContract("the default verbs", map[string]any{
-	"format": ContractFormat,
-	"entries": []any{
-		map[string]any{"name": verbSearch, "summary": "List the tools this server performs behind tool_invoke: name, operation, summary and effects. query keeps those whose name, operation or summary contains it; effect keeps those with that effect (read, write or process).",
-			"input": objectSchema(nil, "query", str("a substring of name, operation or summary"), "effect", map[string]any{"type": "string", "enum": []any{"read", "write", "process"}})},
-		map[string]any{"name": verbDescribe, "summary": "Describe one tool behind tool_invoke: its operation, summary, effects and input schema.",
-			"input": objectSchema([]any{"name"}, "name", str("the tool's name, as tool_search lists it"))},
-		map[string]any{"name": verbInvoke, "summary": "Call one tool behind tool_invoke with its arguments (an object, as tool_describe's input_schema says).",
-			"input": objectSchema([]any{"name", "arguments"}, "name", str("the tool's name, as tool_search lists it"), "arguments", map[string]any{"type": "object", "description": "the tool's arguments"})},
-	},
-})
+var verbs = mustContract("the default verbs",
+	entry(verbSearch, "List the tools this server performs behind tool_invoke: name, operation, summary and effects. query keeps those whose name, operation or summary contains it; effect keeps those with that effect (read, write or process).",
+		objectSchema(nil, "query", str("a substring of name, operation or summary"), "effect", obj("type", "string", "enum", []any{"read", "write", "process"}))),
+	entry(verbDescribe, "Describe one tool behind tool_invoke: its operation, summary, effects and input schema.",
+		objectSchema([]any{"name"}, "name", str("the tool's name, as tool_search lists it"))),
+	entry(verbInvoke, "Call one tool behind tool_invoke with its arguments (an object, as tool_describe's input_schema says).",
+		objectSchema([]any{"name", "arguments"}, "name", str("the tool's name, as tool_search lists it"), "arguments", obj("type", "object", "description", "the tool's arguments"))),
+)
 
 // defaultEntries builds the entries behind tool_invoke from what the server
 // admits: reads always, writes only when writable, run only when programs
 // are declared (its first argument is then one of them).
 func defaultEntries(writable bool, programs []string) *Contract {
 	pathField := str("a path relative to the workspace")
-	entries := []any{
-		map[string]any{"name": "fs.read", "summary": "Read a text file in the workspace.",
-			"input": objectSchema([]any{"path"}, "path", pathField, "max_bytes", map[string]any{"type": "integer", "minimum": 1, "maximum": maxReadBytes, "description": fmt.Sprintf("read at most this many bytes (default %d)", defaultReadBytes)})},
-		map[string]any{"name": "fs.list", "summary": "List a directory in the workspace (default: its root).",
-			"input": objectSchema(nil, "path", pathField)},
-		map[string]any{"name": "fs.search", "summary": "Find lines holding a literal text in the workspace's files, skipping version-control and dependency trees.",
-			"input": objectSchema([]any{"pattern"}, "pattern", str("the literal text to find"), "path", str("the file or directory to search (default: the workspace)"), "max_results", map[string]any{"type": "integer", "minimum": 1, "maximum": maxResults})},
+	entries := []*Object{
+		entry("fs.read", "Read a text file in the workspace.",
+			objectSchema([]any{"path"}, "path", pathField, "max_bytes", obj("type", "integer", "minimum", number(1), "maximum", number(maxReadBytes), "description", fmt.Sprintf("read at most this many bytes (default %d)", defaultReadBytes)))),
+		entry("fs.list", "List a directory in the workspace (default: its root).",
+			objectSchema(nil, "path", pathField)),
+		entry("fs.search", "Find lines holding a literal text in the workspace's files, skipping version-control and dependency trees.",
+			objectSchema([]any{"pattern"}, "pattern", str("the literal text to find"), "path", str("the file or directory to search (default: the workspace)"), "max_results", obj("type", "integer", "minimum", number(1), "maximum", number(maxResults)))),
 	}
 	if writable {
 		entries = append(entries,
-			map[string]any{"name": "fs.write", "summary": "Write a whole text file in the workspace, creating its directories.",
-				"input": objectSchema([]any{"path", "text"}, "path", pathField, "text", str("the file's whole new contents"))},
-			map[string]any{"name": "fs.edit", "summary": "Replace text in a file in the workspace; old must occur exactly once.",
-				"input": objectSchema([]any{"path", "old", "new"}, "path", pathField, "old", str("the text to replace, occurring exactly once"), "new", str("the replacement"))})
+			entry("fs.write", "Write a whole text file in the workspace, creating its directories.",
+				objectSchema([]any{"path", "text"}, "path", pathField, "text", str("the file's whole new contents"))),
+			entry("fs.edit", "Replace text in a file in the workspace; old must occur exactly once.",
+				objectSchema([]any{"path", "old", "new"}, "path", pathField, "old", str("the text to replace, occurring exactly once"), "new", str("the replacement"))))
 	}
 	if len(programs) > 0 {
 		enum := make([]any, len(programs))
 		for i, p := range programs {
 			enum[i] = p
 		}
-		entries = append(entries, map[string]any{"name": runEntry, "summary": "Run one declared program in the workspace with arguments (no shell): " + strings.Join(programs, ", ") + ".",
-			"input": objectSchema([]any{"argv"}, "argv", map[string]any{"type": "array", "items": map[string]any{"type": "string"}, "minItems": 1, "prefixItems": []any{map[string]any{"enum": enum}}, "description": "the program and its arguments"})})
+		entries = append(entries, entry(runEntry, "Run one declared program in the workspace with arguments (no shell): "+strings.Join(programs, ", ")+".",
+			objectSchema([]any{"argv"}, "argv", obj("type", "array", "items", obj("type", "string"), "minItems", number(1), "prefixItems", []any{obj("enum", enum)}, "description", "the program and its arguments"))))
 	}
-	return mustContract("the default entries", map[string]any{"format": ContractFormat, "entries": entries})
+	return mustContract("the default entries", entries...)
+}
+
+// obj builds an object from keys and values in order.
+func obj(kv ...any) *Object {
+	o := &Object{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		o.Members = append(o.Members, Member{kv[i].(string), kv[i+1]})
+	}
+	return o
+}
+
+func number(n int) Number { return Number(fmt.Sprint(n)) }
+
+func str(description string) *Object { return obj("type", "string", "description", description) }
+
+func entry(name, summary string, input *Object) *Object {
+	return obj("name", name, "summary", summary, "input", input)
 }
 
 // objectSchema builds {"type":"object","properties":…,"required":…,
 // "additionalProperties":false} with the properties in the order given.
 func objectSchema(required []any, props ...any) *Object {
-	p := &Object{}
-	for i := 0; i+1 < len(props); i += 2 {
-		p.Members = append(p.Members, Member{props[i].(string), props[i+1]})
-	}
-	s := &Object{Members: []Member{{"type", "object"}, {"properties", p}}}
+	s := obj("type", "object", "properties", obj(props...))
 	if required != nil {
 		s.Members = append(s.Members, Member{"required", required})
 	}
@@ -82,57 +92,19 @@ func objectSchema(required []any, props ...any) *Object {
 	return s
 }
 
-func str(description string) map[string]any {
-	return map[string]any{"type": "string", "description": description}
-}
-
-// mustContract checks a contract built in code through the loader.
-func mustContract(source string, doc map[string]any) *Contract {
-	c, err := ParseContract(source, appendJSON(nil, toTree(doc), "", false))
+// mustContract checks a contract built in code through the loader, as
+// JSON text, the way a caller's would be.
+func mustContract(source string, entries ...*Object) *Contract {
+	list := make([]any, len(entries))
+	for i, e := range entries {
+		list[i] = e
+	}
+	doc := obj("format", ContractFormat, "entries", list)
+	c, err := ParseContract(source, appendJSON(nil, doc, "", false))
 	if err != nil {
 		panic(fmt.Sprintf("mcpserve: %s: %v", source, err))
 	}
 	return c
-}
-
-// toTree turns Go literals into the tree, with the keys of an entry and of
-// the document in their conventional order.
-func toTree(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		o := &Object{}
-		for _, k := range []string{"format", "entries", "name", "summary", "input", "type", "description"} {
-			if x, ok := v[k]; ok {
-				o.Members = append(o.Members, Member{k, toTree(x)})
-			}
-		}
-		rest := slices.Sorted(func(yield func(string) bool) {
-			for k := range v {
-				if _, done := o.Get(k); !done && !yield(k) {
-					return
-				}
-			}
-		})
-		for _, k := range rest {
-			o.Members = append(o.Members, Member{k, toTree(v[k])})
-		}
-		return o
-	case *Object:
-		o := &Object{}
-		for _, m := range v.Members {
-			o.Members = append(o.Members, Member{m.Key, toTree(m.Value)})
-		}
-		return o
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = toTree(x)
-		}
-		return out
-	case int:
-		return Number(fmt.Sprint(v))
-	}
-	return v
 }
 
 // effects names what an entry may do, for tool_search's filter.
