@@ -57,7 +57,7 @@ type DecisionRequest struct {
 	// catalogue.
 	Catalogue bool `json:"catalogue,omitempty"`
 	// Input is the entry's checked input (nulls of optional fields removed).
-	Input json.RawMessage `json:"input"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // Decider answers whether a call may be performed. An error means the
@@ -224,15 +224,11 @@ type recordingDecider struct {
 
 func (r *recordingDecider) Decide(_ context.Context, req DecisionRequest) (record.Decision, error) {
 	d := record.AllowDecision()
+	req.Input = nil // the record names the call; its input may be a whole file
 	line, _ := json.Marshal(struct {
-		Decided   string   `json:"decided"`
-		Seam      string   `json:"seam"`
-		CallID    string   `json:"call_id"`
-		Tool      string   `json:"tool"`
-		Entry     string   `json:"entry"`
-		Operation string   `json:"operation"`
-		Subjects  []string `json:"subjects"`
-	}{d.Decision, req.Seam, req.CallID, req.Tool, req.Entry, req.Operation, req.Subjects})
+		Decided string `json:"decided"`
+		DecisionRequest
+	}{d.Decision, req})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, _ = r.w.Write(append(line, '\n'))

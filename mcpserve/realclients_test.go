@@ -118,28 +118,9 @@ func runTool(t *testing.T, env []string, name string, args ...string) (string, s
 	return "", "", -1
 }
 
-// richContract declares the performed entries and one entry whose schema
-// uses what JSON Schema 2020-12 offers, which the TS client must accept.
-const richContract = `
-format: metaharness.tool-contract/1
-entries:
-  - name: fs.read
-    summary: Read a text file in the workspace.
-    input:
-      type: object
-      properties:
-        path: {type: string, description: a path relative to the workspace}
-        max_bytes: {type: integer, minimum: 1}
-        encoding: {type: string, description: declared here, but the performer takes no such field}
-      required: [path]
-      additionalProperties: false
-    renderings: {mcp: read_file}
-  - name: fs.list
-    summary: List a directory in the workspace.
-    input: {type: object, properties: {path: {type: string}}}
-  - name: fs.write
-    summary: Write a file in the workspace.
-    input: {type: object, properties: {path: {type: string}, text: {type: string}}, required: [path, text]}
+// richContract adds to testContract an entry whose schema uses what JSON
+// Schema 2020-12 offers, which the TS client must accept.
+const richContract = testContract + `
   - name: schema.rich
     summary: "A schema with $defs, $ref, oneOf, enums, nested lists and non-ASCII text: café ☕ 𝄞."
     input:
@@ -216,7 +197,7 @@ func TestRealClientTypeScriptSDK(t *testing.T) {
 	bin := metaharnessBinary(t)
 	ws, _ := tree(t)
 	contract := writeFile(t, t.TempDir(), "tools.yaml", richContract)
-	runTSClient(t, tools, []string{"fs_list", "fs_write", "read_file", "schema_rich"}, []tsCall{
+	runTSClient(t, tools, []string{"fs_list", "fs_write", "read_file", "schema_rich", "web_fetch"}, []tsCall{
 		{Name: "read_file", Arguments: raw(`{"path":"a.txt"}`), Text: "beta needle"},
 		{Name: "read_file", Arguments: raw(`{"path":"a.txt","max_bytes":null}`), Text: "beta needle"},
 		{Name: "read_file", IsError: true, Text: `fs.read: field "path" is required and was left out`},
@@ -280,7 +261,7 @@ func TestRealClientInspector(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	if !slices.Equal(names, []string{"fs_list", "fs_write", "read_file", "schema_rich"}) {
+	if !slices.Equal(names, []string{"fs_list", "fs_write", "read_file", "schema_rich", "web_fetch"}) {
 		t.Errorf("the inspector lists %v (it silently drops a tool whose schema root is not an object)", names)
 	}
 

@@ -244,7 +244,7 @@ func callID(req mcp.CallToolRequest) string {
 // (see drain).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out, errlog io.Writer) error {
 	stdio := server.NewStdioServer(s.MCP)
-	stdio.SetErrorLogger(log.New(errlog, "metaharness: mcp-serve: ", 0))
+	stdio.SetErrorLogger(log.New(errlog, "mcp-serve (mcp-go): ", 0))
 	d := newDrain(ctx, in, out)
 	err := stdio.Listen(ctx, d, d)
 	if errors.Is(err, context.Canceled) {
@@ -282,7 +282,7 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, errlog io.Write
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: log.New(errlog, "metaharness: mcp-serve: ", 0)}
+		ErrorLog: log.New(errlog, "mcp-serve (mcp-go): ", 0)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
