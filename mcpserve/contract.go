@@ -185,7 +185,7 @@ func ParseContract(source string, data []byte) (c *Contract, err error) {
 	doc, err := parseTree(data)
 	if err != nil {
 		if errors.Is(err, errBudget) {
-			return nil, exit.Refuse(CodeMalformed, "the tool contract %s expands (through YAML aliases) past the 4 MiB its scratch copy may take; write it without the aliases or make it smaller", source)
+			return nil, exit.Refuse(CodeMalformed, "the tool contract %s would make a scratch copy past 4 MiB (its YAML aliases written out in full); make it smaller or use fewer aliases", source)
 		}
 		return nil, exit.Refuse(CodeMalformed, "the tool contract %s does not parse as YAML or JSON: %v; %s", source, err, contractFixRemedy)
 	}

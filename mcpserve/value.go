@@ -56,7 +56,12 @@ var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9
 type treeBuilder struct {
 	budget    int                 // bytes of JSON the expanded tree may still take
 	expanding map[*yaml.Node]bool // alias targets being expanded (cycle check)
+	depth     int
 }
+
+// maxDepth bounds nesting: the copy indents by depth, and no schema needs
+// more.
+const maxDepth = 64
 
 var errBudget = errors.New("budget")
 
@@ -64,6 +69,13 @@ func (b *treeBuilder) spend(n int) error {
 	b.budget -= n
 	if b.budget < 0 {
 		return errBudget
+	}
+	return nil
+}
+
+func (b *treeBuilder) deeper(n *yaml.Node) error {
+	if b.depth++; b.depth > maxDepth {
+		return nodeErr(n, "collections nested deeper than %d levels", maxDepth)
 	}
 	return nil
 }
@@ -105,6 +117,10 @@ func (b *treeBuilder) value(n *yaml.Node) (any, error) {
 	case yaml.ScalarNode:
 		return b.scalar(n)
 	case yaml.SequenceNode:
+		if err := b.deeper(n); err != nil {
+			return nil, err
+		}
+		defer func() { b.depth-- }()
 		if err := b.spend(2); err != nil {
 			return nil, err
 		}
@@ -121,6 +137,10 @@ func (b *treeBuilder) value(n *yaml.Node) (any, error) {
 		}
 		return out, nil
 	case yaml.MappingNode:
+		if err := b.deeper(n); err != nil {
+			return nil, err
+		}
+		defer func() { b.depth-- }()
 		if err := b.spend(2); err != nil {
 			return nil, err
 		}
