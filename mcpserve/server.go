@@ -188,6 +188,30 @@ func (s *Server) decideAndPerform(ctx context.Context, req mcp.CallToolRequest, 
 	return mcp.NewToolResultText(text)
 }
 
+// Call performs a call to a published tool without MCP in between, as the
+// codex launcher answers item/tool/call: the same argument checks, decision
+// and performers. callID is the decision's call_id ("" makes one). An
+// unknown tool is an error; everything else is an answer, isError or not.
+func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, callID string) (text string, isErr bool, err error) {
+	t := s.MCP.GetTool(tool)
+	if t == nil {
+		return "", false, fmt.Errorf("%s is not a tool this server publishes", tool)
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.RawArguments = arguments
+	req.Params.Meta = &mcp.Meta{AdditionalFields: map[string]any{callIDKey: callID}}
+	res, err := t.Handler(ctx, req)
+	if err != nil {
+		return "", false, err
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		b.WriteString(mcp.GetTextFromContent(c))
+	}
+	return b.String(), res.IsError, nil
+}
+
 func isError(cerr *CallError) *mcp.CallToolResult {
 	return mcp.NewToolResultError(cerr.Error())
 }
@@ -200,6 +224,10 @@ const rpcIDKey = "metaharness/jsonrpc-id"
 // claudeToolUseKey is the _meta key Claude Code sends with its tool_use id.
 const claudeToolUseKey = "claudecode/toolUseId"
 
+// callIDKey carries the call id Call was given. Over MCP the hook removes
+// it, so a client cannot choose it.
+const callIDKey = "metaharness/call-id"
+
 func stashRequestID(_ context.Context, id any, req *mcp.CallToolRequest) {
 	if req.Params.Meta == nil {
 		req.Params.Meta = &mcp.Meta{}
@@ -208,6 +236,7 @@ func stashRequestID(_ context.Context, id any, req *mcp.CallToolRequest) {
 		req.Params.Meta.AdditionalFields = map[string]any{}
 	}
 	req.Params.Meta.AdditionalFields[rpcIDKey] = rpcIDString(id)
+	delete(req.Params.Meta.AdditionalFields, callIDKey)
 }
 
 func rpcIDString(id any) string {
@@ -229,6 +258,9 @@ func rpcIDString(id any) string {
 // decision joins the transcript; else the JSON-RPC id; else a fresh one.
 func callID(req mcp.CallToolRequest) string {
 	if m := req.Params.Meta; m != nil {
+		if v, ok := m.AdditionalFields[callIDKey].(string); ok && v != "" {
+			return v
+		}
 		if v, ok := m.AdditionalFields[claudeToolUseKey].(string); ok && v != "" {
 			return v
 		}

@@ -693,3 +693,31 @@ func TestStdioAnswersEveryRequestAtEndOfInput(t *testing.T) {
 		t.Errorf("%d of %d requests answered", len(answered), calls+2)
 	}
 }
+
+// TestCallWithoutMCP: Call (the codex client-tool path) goes through the
+// same checks, decision and performers, with the caller's call id.
+func TestCallWithoutMCP(t *testing.T) {
+	ws, _ := tree(t)
+	con, _ := ParseContract("test.yaml", []byte(testContract))
+	d := &decisions{}
+	s := newServer(t, Options{Contract: con, Workspace: ws, Decider: d})
+	text, isErr, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt","max_bytes":null}`), "call_codex_1")
+	if err != nil || isErr || text != "alpha\nbeta needle\n" {
+		t.Fatalf("Call: %q %v %v", text, isErr, err)
+	}
+	if req := d.last(t); req.CallID != "call_codex_1" || req.Entry != "fs.read" || string(req.Input) != `{"path":"a.txt"}` {
+		t.Errorf("decision request: %+v", req)
+	}
+	text, isErr, err = s.Call(context.Background(), "read_file", json.RawMessage(`null`), "call_codex_2")
+	if err != nil || !isErr || !strings.Contains(text, "fs.read: takes its arguments as a JSON object") {
+		t.Errorf("Call with null arguments: %q %v %v", text, isErr, err)
+	}
+	if _, _, err := s.Call(context.Background(), "fs.read", nil, ""); err == nil {
+		t.Error("an unknown tool is an error")
+	}
+	c := startStdio(t, s)
+	c.callTool("read_file", `{"path":"a.txt"}`, `{"metaharness/call-id":"forged"}`)
+	if got := d.last(t).CallID; got == "forged" {
+		t.Error("a client chose the call id")
+	}
+}
