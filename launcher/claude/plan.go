@@ -1,0 +1,277 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// HookTimeoutSeconds is the vendor's timeout for the PreToolUse hook. Our
+// own deadline for an unanswered call is five seconds shorter, so that a
+// late answer is always metaharness's refusal, never the vendor's guess.
+const HookTimeoutSeconds = 60
+
+// ContextChannel is how declared context files reach the model: appended to
+// the system prompt, which every request carries and the record shows. An
+// @path in the user turn is not used: Claude Code turns it into a file read
+// that no tool call, hook or record shows.
+const ContextChannel = "append-system-prompt"
+
+// World is what the launcher observed before planning: nothing in a plan is
+// read from anywhere else.
+type World struct {
+	// Env is the caller's environment (only the keys the plan reads matter).
+	Env map[string]string `json:"env"`
+	// Scratch is the run's scratch root, created by the launcher.
+	Scratch string `json:"scratch"`
+	// Binary is the vendor binary resolved on the child's PATH.
+	Binary string `json:"binary"`
+	// Self is the metaharness executable, for mcp-serve and the hook.
+	Self string `json:"self"`
+	// DecisionSocket is the private channel the hook and mcp-serve ask.
+	DecisionSocket string `json:"decision_socket"`
+	// CatalogueCopy is the checked scratch copy of --catalogue, if any, and
+	// CatalogueTools the names its entries are published under over MCP.
+	CatalogueCopy  string   `json:"catalogue_copy,omitempty"`
+	CatalogueTools []string `json:"catalogue_tools,omitempty"`
+	// Loopback is the proxy started for --credentials loopback.
+	Loopback *Loopback `json:"loopback,omitempty"`
+	// Context is the rendered --context block and the files it holds.
+	Context      string               `json:"context,omitempty"`
+	ContextFiles []record.ContextFile `json:"context_files,omitempty"`
+	// MemoryAbove lists memory files (CLAUDE.md, AGENTS.md, …) found in the
+	// ancestors of the child's cwd; MemoryAtRoot those in the cwd itself.
+	MemoryAbove  []string `json:"memory_above,omitempty"`
+	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
+}
+
+// Loopback is what the child needs from the loopback proxy.
+type Loopback struct {
+	BaseURL     string `json:"base_url"`
+	Placeholder string `json:"placeholder"`
+	GateURL     string `json:"gate_url"`
+}
+
+// callerKeys are copied from the caller's environment when present. HOME is
+// not among them: the child gets a scratch home.
+var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
+
+// Plan builds the claude launch for spec in world. It reads nothing else.
+func Plan(spec *launcher.Spec, w *World) (*launcher.Plan, error) {
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return nil, exit.Refuse("no-prompt", "run claude needs a task: pass -p TEXT or put the task after -- as the last argument")
+	}
+	if spec.ModelEndpoint != "" && spec.Credentials != "none" && spec.Credentials != "loopback" {
+		return nil, exit.Refuse("endpoint-with-credential",
+			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
+			spec.Credentials, spec.ModelEndpoint)
+	}
+	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
+		return nil, exit.Refuse("memory-file-above-cwd",
+			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
+			strings.Join(w.MemoryAbove, ", "))
+	}
+
+	cwd := filepath.Join(w.Scratch, "work")
+	if spec.Cwd != "" {
+		cwd = spec.Cwd
+	}
+	home := filepath.Join(w.Scratch, "home")
+	configHome := filepath.Join(w.Scratch, "claude-home")
+	tmp := filepath.Join(w.Scratch, "tmp")
+	settingsPath := filepath.Join(w.Scratch, "claude-settings.json")
+	mcpPath := filepath.Join(w.Scratch, "mcp-config.json")
+
+	env := map[string]string{
+		"HOME":               home,
+		"PATH":               ChildPath(w.Env["HOME"]),
+		"TMPDIR":             tmp,
+		"CLAUDE_CODE_TMPDIR": tmp,
+		"CLAUDE_CONFIG_DIR":  configHome,
+		// No first-party telemetry, connectivity probe or update check:
+		// nothing the child starts may leave loopback.
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+	}
+	for _, k := range callerKeys {
+		if v, ok := w.Env[k]; ok {
+			env[k] = v
+		}
+	}
+	var credHow string
+	switch spec.Credentials {
+	case "api-key":
+		key, ok := w.Env["ANTHROPIC_API_KEY"]
+		if !ok || key == "" {
+			return nil, exit.Refuse("api-key-missing", "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+		}
+		env["ANTHROPIC_API_KEY"] = key
+		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
+	case "loopback":
+		if w.Loopback == nil {
+			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
+		}
+		env["ANTHROPIC_BASE_URL"] = w.Loopback.BaseURL
+		env["ANTHROPIC_AUTH_TOKEN"] = w.Loopback.Placeholder
+		env["HTTPS_PROXY"] = w.Loopback.GateURL
+		env["HTTP_PROXY"] = w.Loopback.GateURL
+		env["NO_PROXY"] = "127.0.0.1,localhost,::1"
+		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
+	case "none":
+		if spec.ModelEndpoint != "" {
+			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
+			// A credential is mandatory for Claude Code to send a request; this
+			// one is a fixed non-secret word the endpoint can ignore.
+			env["ANTHROPIC_API_KEY"] = "metaharness-model-endpoint"
+		}
+		credHow = "no credential reaches the child (--credentials none)"
+	default:
+		return nil, exit.Refuse("credentials-unsupported",
+			"--credentials %s is not built for claude; use api-key, loopback or none", spec.Credentials)
+	}
+
+	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
+	settings := map[string]any{
+		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
+		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+			"matcher": "",
+			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": HookTimeoutSeconds}},
+		}}},
+	}
+	files := []launcher.File{jsonFile(settingsPath, settings)}
+
+	args := []string{"-p", "--output-format", "stream-json", "--verbose",
+		"--strict-mcp-config", "--setting-sources", "", "--settings", settingsPath,
+		"--permission-mode", "dontAsk"}
+	var servers []string
+	if w.CatalogueCopy != "" {
+		server := map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
+			"type":    "stdio",
+			"command": w.Self,
+			"args":    []string{"mcp-serve", "--catalogue", w.CatalogueCopy, "--workspace", cwd, "--decisions-socket", w.DecisionSocket},
+		}}}
+		files = append(files, jsonFile(mcpPath, server))
+		var allowed []string
+		for _, t := range w.CatalogueTools {
+			allowed = append(allowed, "mcp__metaharness__"+t)
+		}
+		args = append(args, "--tools", "", "--mcp-config", mcpPath, "--allowedTools", strings.Join(allowed, ","))
+		servers = []string{"metaharness"}
+	}
+	if spec.Model != "" {
+		args = append(args, "--model", spec.Model)
+	}
+	if spec.Effort != "" {
+		args = append(args, "--effort", spec.Effort)
+	}
+	if spec.MaxTurns > 0 {
+		args = append(args, "--max-turns", fmt.Sprint(spec.MaxTurns))
+	}
+	if spec.MaxBudgetUSD != "" {
+		args = append(args, "--max-budget-usd", spec.MaxBudgetUSD)
+	}
+	if w.Context != "" {
+		args = append(args, "--append-system-prompt", w.Context)
+	}
+	// The task goes last, after "--", so that a task starting with "-" is
+	// never read as a flag.
+	args = append(args, "--", spec.Prompt)
+
+	return &launcher.Plan{
+		Program:     w.Binary,
+		Args:        args,
+		Env:         launcher.SortedEnv(env),
+		Dir:         cwd,
+		Files:       files,
+		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
+		MCPServers:  nonNilStrings(servers),
+	}, nil
+}
+
+// ChildPath is the PATH the child gets: the caller's ~/.local/bin, then the
+// system directories. The vendor binary is looked up on it.
+func ChildPath(callerHome string) string {
+	if callerHome == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
+}
+
+func attestation(spec *launcher.Spec, w *World, cwd, configHome, credHow string, servers []string) record.Attestation {
+	a := record.Attestation{Mode: spec.Hermetic, Decisions: spec.Decisions}
+	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
+	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
+	imposed("h1b", "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
+	imposed("h2", `--setting-sources "" loads no user, project or local settings`)
+	imposed("h3", "the environment is constructed: "+strings.Join(callerKeys, ", ")+" copied when set; HOME, PATH, TMPDIR, CLAUDE_CONFIG_DIR set by metaharness; nothing else inherited")
+	imposed("h4", credHow)
+	if len(servers) > 0 {
+		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")
+	} else {
+		imposed("h5", "--strict-mcp-config and no --mcp-config: no MCP server")
+	}
+	switch spec.Credentials {
+	case "loopback":
+		imposed("h6", "no credential file in the child's config home; the token stays with the loopback proxy")
+	default:
+		imposed("h6", "no credential file is copied into the child's config home")
+	}
+	imposed("h8", "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
+	switch {
+	case spec.Cwd == "":
+		imposed("h7", "the child runs in "+cwd+", a directory metaharness created in the scratch root")
+		imposed("h11", "no CLAUDE.md or AGENTS.md above "+cwd+`, and --setting-sources "" with a fresh config home`)
+	case spec.ScratchCwd:
+		a.Declared = append(a.Declared, record.RowWhat{Row: "h7", What: "the embedder declared " + cwd + " its disposable scratch copy (--scratch-cwd); metaharness did not create it"})
+		h11 := `--setting-sources "" with a fresh config home; ancestor walk from ` + cwd + ": "
+		if len(w.MemoryAbove) == 0 {
+			h11 += "no memory file above the copy"
+		} else {
+			h11 += "found " + strings.Join(w.MemoryAbove, ", ") + " above the copy (not loaded: settings sources are empty)"
+		}
+		imposed("h11", h11)
+	default:
+		a.Unavailable = append(a.Unavailable,
+			record.RowWhy{Row: "h7", Why: "--cwd " + cwd + ": the child runs in the operator's tree and can write to it, so the run could write to the operator's tree"},
+			record.RowWhy{Row: "h11", Why: "--cwd " + cwd + ": memory files in and above the operator's tree are discoverable"})
+	}
+	for _, m := range w.MemoryAtRoot {
+		a.AmbientInputs = append(a.AmbientInputs, "memory file at the working directory's root: "+m)
+	}
+	if spec.Credentials == "loopback" {
+		imposed("h12", "HTTPS_PROXY and HTTP_PROXY point at the egress gate; hosts allowed: "+allowed(spec.AllowEgress))
+	}
+	if spec.Decisions == "observe" {
+		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
+	}
+	sort.Slice(a.Imposed, func(i, j int) bool { return launcher.RowLess(a.Imposed[i].Row, a.Imposed[j].Row) })
+	return a
+}
+
+func allowed(hosts []string) string {
+	if len(hosts) == 0 {
+		return "none"
+	}
+	return strings.Join(hosts, ", ")
+}
+
+func jsonFile(path string, v any) launcher.File {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // maps of strings and slices always marshal
+	}
+	return launcher.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
