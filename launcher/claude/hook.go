@@ -3,6 +3,8 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/metaharness/metaharness/record"
 )
 
 // HookInput is the part of Claude Code's PreToolUse payload the seam reads.
@@ -34,7 +36,7 @@ const DefaultDenyReason = "metaharness denied this call and gave no further reas
 // HookOutput renders a decision as the hook's stdout. Abstain is no bytes
 // at all, which leaves the call to Claude Code's own permission rules; an
 // allow grants past them; a replace is an allow with the new input.
-func HookOutput(decision, reason string, input json.RawMessage) []byte {
+func HookOutput(d record.Decision) []byte {
 	type out struct {
 		Event        string          `json:"hookEventName"`
 		Decision     string          `json:"permissionDecision"`
@@ -42,13 +44,13 @@ func HookOutput(decision, reason string, input json.RawMessage) []byte {
 		UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 	}
 	o := out{Event: "PreToolUse"}
-	switch decision {
-	case "allow":
+	switch d.Decision {
+	case record.Allow:
 		o.Decision = "allow"
-	case "replace":
-		o.Decision, o.UpdatedInput = "allow", input
-	case "deny":
-		o.Decision, o.Reason = "deny", reason
+	case record.Replace:
+		o.Decision, o.UpdatedInput = "allow", d.Input
+	case record.Deny:
+		o.Decision, o.Reason = "deny", d.Reason
 		if o.Reason == "" {
 			o.Reason = DefaultDenyReason
 		}
