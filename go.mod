@@ -8,6 +8,7 @@ require (
 	github.com/invopop/jsonschema v0.14.0
 	github.com/rogpeppe/go-internal v1.16.0
 	go.uber.org/zap v1.28.0
+	golang.org/x/sys v0.26.0
 )
 
 require (
@@ -16,6 +17,5 @@ require (
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.2 // indirect
-	golang.org/x/sys v0.26.0 // indirect
 	golang.org/x/tools v0.26.0 // indirect
 )
