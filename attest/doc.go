@@ -1,0 +1,30 @@
+// Package attest reads a finished run's event stream and says which
+// hermeticity controls held: the thirteen rows (H1a, H1b, H2–H12), the floor
+// that turns them into a verdict, the audit report printed on stderr, the
+// external auditor seam, and the run's exit code (SPEC §9).
+//
+// Evaluation reads only two things: the recorded stream (so it serves every
+// kind, live or replayed) and Launch, the few facts the launch declared that
+// a stream cannot carry (the declared plugin set, the credential posture, the
+// planned cwd and MCP servers, the pins). The attestation block in
+// session.started is metaharness's own claim: a row it lists as unavailable
+// is a gap, a launch row it lists as imposed is ok, and a record row is
+// always judged from what the vendor itself recorded.
+//
+// The order a run calls it in:
+//
+//	aud, err := attest.CheckPairing(p)        // before anything is started; err is exit 2
+//	walk, err := attest.WalkMemory(kind, dir) // before the spawn
+//	attest.AttestWorkdir(wd, &attestation)    // H7 and H11 into session.started.hermetic
+//	tap := &attest.Tap{}                      // record.NewWriter(io.MultiWriter(stdout, tap), id)
+//	... the session ...
+//	res, err := aud.Run(ctx, transcript, w)   // re-check, then invoke; err is exit 2
+//	ev := attest.Evaluate(tap.Lines(), launch) // or ReadStream(file) for a recorded stream
+//	code, err := ev.Conclude(stderr, launch.AuditOwed(), res, childExit)
+//	doc := ev.Document(kind, launch.AuditOwed(), res, childExit) // --attestation FILE
+//
+// A refusal after the session (the re-check, or an auditor that says
+// nothing) ends the run with exit 2 and no report: the audit was not done.
+package attest
+
+//go:generate go run ./internal/genschema -out ../schemas
