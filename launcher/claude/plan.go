@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/record"
@@ -45,8 +46,8 @@ type World struct {
 	// Context is the rendered --context block and the files it holds.
 	Context      string               `json:"context,omitempty"`
 	ContextFiles []record.ContextFile `json:"context_files,omitempty"`
-	// MemoryAbove lists memory files (CLAUDE.md, AGENTS.md, …) found in the
-	// ancestors of the child's cwd; MemoryAtRoot those in the cwd itself.
+	// MemoryAbove lists memory files (attest.MemoryShapes) found above the
+	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
 	MemoryAbove  []string `json:"memory_above,omitempty"`
 	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
 }
@@ -223,27 +224,10 @@ func attestation(spec *launcher.Spec, w *World, cwd, configHome, credHow string,
 		imposed("h6", "no credential file is copied into the child's config home")
 	}
 	imposed("h8", "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
-	switch {
-	case spec.Cwd == "":
-		imposed("h7", "the child runs in "+cwd+", a directory metaharness created in the scratch root")
-		imposed("h11", "no CLAUDE.md or AGENTS.md above "+cwd+`, and --setting-sources "" with a fresh config home`)
-	case spec.ScratchCwd:
-		a.Declared = append(a.Declared, record.RowWhat{Row: "h7", What: "the embedder declared " + cwd + " its disposable scratch copy (--scratch-cwd); metaharness did not create it"})
-		h11 := `--setting-sources "" with a fresh config home; ancestor walk from ` + cwd + ": "
-		if len(w.MemoryAbove) == 0 {
-			h11 += "no memory file above the copy"
-		} else {
-			h11 += "found " + strings.Join(w.MemoryAbove, ", ") + " above the copy (not loaded: settings sources are empty)"
-		}
-		imposed("h11", h11)
-	default:
-		a.Unavailable = append(a.Unavailable,
-			record.RowWhy{Row: "h7", Why: "--cwd " + cwd + ": the child runs in the operator's tree and can write to it, so the run could write to the operator's tree"},
-			record.RowWhy{Row: "h11", Why: "--cwd " + cwd + ": memory files in and above the operator's tree are discoverable"})
-	}
-	for _, m := range w.MemoryAtRoot {
-		a.AmbientInputs = append(a.AmbientInputs, "memory file at the working directory's root: "+m)
-	}
+	attest.AttestWorkdir(attest.Workdir{
+		Kind: "claude", Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
+		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
+	}, &a)
 	if spec.Credentials == "loopback" {
 		imposed("h12", "HTTPS_PROXY and HTTP_PROXY point at the egress gate; hosts allowed: "+allowed(spec.AllowEgress))
 	}
