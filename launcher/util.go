@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -26,22 +25,4 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// RowLess orders attestation rows h1a, h1b, h2 … h12 as the report does.
-func RowLess(a, b string) bool {
-	ka, kb := rowKey(a), rowKey(b)
-	if ka != kb {
-		return ka < kb
-	}
-	return a < b
-}
-
-func rowKey(row string) int {
-	digits := strings.TrimRight(strings.TrimPrefix(row, "h"), "ab")
-	n, err := strconv.Atoi(digits)
-	if err != nil {
-		return 1 << 30
-	}
-	return n
 }

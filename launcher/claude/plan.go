@@ -234,7 +234,7 @@ func attestation(spec *launcher.Spec, w *World, cwd, configHome, credHow string,
 	if spec.Decisions == "observe" {
 		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
 	}
-	sort.Slice(a.Imposed, func(i, j int) bool { return launcher.RowLess(a.Imposed[i].Row, a.Imposed[j].Row) })
+	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
 	return a
 }
 
