@@ -33,7 +33,7 @@ type C1Refusal struct {
 func PlanC1(v *C1Vector) (*launcher.Plan, *C1Refusal, error) {
 	switch v.Spec.Kind {
 	case "claude":
-		var w claude.World
+		var w launcher.World
 		if err := json.Unmarshal(v.World, &w); err != nil {
 			return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
 		}

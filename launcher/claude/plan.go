@@ -24,47 +24,12 @@ const HookTimeoutSeconds = 60
 // that no tool call, hook or record shows.
 const ContextChannel = "append-system-prompt"
 
-// World is what the launcher observed before planning: nothing in a plan is
-// read from anywhere else.
-type World struct {
-	// Env is the caller's environment (only the keys the plan reads matter).
-	Env map[string]string `json:"env"`
-	// Scratch is the run's scratch root, created by the launcher.
-	Scratch string `json:"scratch"`
-	// Binary is the vendor binary resolved on the child's PATH.
-	Binary string `json:"binary"`
-	// Self is the metaharness executable, for mcp-serve and the hook.
-	Self string `json:"self"`
-	// DecisionSocket is the private channel the hook and mcp-serve ask.
-	DecisionSocket string `json:"decision_socket"`
-	// CatalogueCopy is the checked scratch copy of --catalogue, if any, and
-	// CatalogueTools the names its entries are published under over MCP.
-	CatalogueCopy  string   `json:"catalogue_copy,omitempty"`
-	CatalogueTools []string `json:"catalogue_tools,omitempty"`
-	// Loopback is the proxy started for --credentials loopback.
-	Loopback *Loopback `json:"loopback,omitempty"`
-	// Context is the rendered --context block and the files it holds.
-	Context      string               `json:"context,omitempty"`
-	ContextFiles []record.ContextFile `json:"context_files,omitempty"`
-	// MemoryAbove lists memory files (attest.MemoryShapes) found above the
-	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
-	MemoryAbove  []string `json:"memory_above,omitempty"`
-	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
-}
-
-// Loopback is what the child needs from the loopback proxy.
-type Loopback struct {
-	BaseURL     string `json:"base_url"`
-	Placeholder string `json:"placeholder"`
-	GateURL     string `json:"gate_url"`
-}
-
 // callerKeys are copied from the caller's environment when present. HOME is
 // not among them: the child gets a scratch home.
 var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 
 // Plan builds the claude launch for spec in world. It reads nothing else.
-func Plan(spec *launcher.Spec, w *World) (*launcher.Plan, error) {
+func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if strings.TrimSpace(spec.Prompt) == "" {
 		return nil, exit.Refuse("no-prompt", "run claude needs a task: pass -p TEXT or put the task after -- as the last argument")
 	}
@@ -115,14 +80,12 @@ func Plan(spec *launcher.Spec, w *World) (*launcher.Plan, error) {
 		env["ANTHROPIC_API_KEY"] = key
 		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
 	case "loopback":
-		if w.Loopback == nil {
+		if len(w.LoopbackEnv) == 0 {
 			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
 		}
-		env["ANTHROPIC_BASE_URL"] = w.Loopback.BaseURL
-		env["ANTHROPIC_AUTH_TOKEN"] = w.Loopback.Placeholder
-		env["HTTPS_PROXY"] = w.Loopback.GateURL
-		env["HTTP_PROXY"] = w.Loopback.GateURL
-		env["NO_PROXY"] = "127.0.0.1,localhost,::1"
+		for k, v := range w.LoopbackEnv {
+			env[k] = v
+		}
 		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
 	case "none":
 		if spec.ModelEndpoint != "" {
@@ -155,7 +118,7 @@ func Plan(spec *launcher.Spec, w *World) (*launcher.Plan, error) {
 		server := map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
 			"type":    "stdio",
 			"command": w.Self,
-			"args":    []string{"mcp-serve", "--catalogue", w.CatalogueCopy, "--workspace", cwd, "--decisions-socket", w.DecisionSocket},
+			"args":    serveArgs(w, cwd),
 		}}}
 		files = append(files, jsonFile(mcpPath, server))
 		var allowed []string
@@ -204,7 +167,7 @@ func ChildPath(callerHome string) string {
 	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
 }
 
-func attestation(spec *launcher.Spec, w *World, cwd, configHome, credHow string, servers []string) record.Attestation {
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string) record.Attestation {
 	a := record.Attestation{Mode: spec.Hermetic, Decisions: spec.Decisions}
 	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
 	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
@@ -229,13 +192,24 @@ func attestation(spec *launcher.Spec, w *World, cwd, configHome, credHow string,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, &a)
 	if spec.Credentials == "loopback" {
-		imposed("h12", "HTTPS_PROXY and HTTP_PROXY point at the egress gate; hosts allowed: "+allowed(spec.AllowEgress))
+		imposed("h12", "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: "+allowed(spec.AllowEgress))
 	}
 	if spec.Decisions == "observe" {
 		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
 	}
 	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
 	return a
+}
+
+// serveArgs starts the catalogue server on the checked scratch copy, in the
+// child's cwd, asking the run's decision channel before every call. It may
+// write only when the catalogue declares a write entry.
+func serveArgs(w *launcher.World, cwd string) []string {
+	args := []string{"mcp-serve", "--catalogue", w.CatalogueCopy, "--workspace", cwd, "--decisions-socket", w.DecisionSocket}
+	if w.CatalogueWrites {
+		args = append(args, "--writable")
+	}
+	return args
 }
 
 func allowed(hosts []string) string {
