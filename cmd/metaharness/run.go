@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/alecthomas/kong"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/claude"
 )
 
 // runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
@@ -130,8 +135,19 @@ func (c *runCmd) spec() *launcher.Spec {
 
 func (c *runCmd) run(e *env) (exit.Code, error) {
 	spec := c.spec()
-	if err := launcher.CheckSpec(spec); err != nil {
-		return exit.Refused, err
+	if spec.Kind != "claude" {
+		if err := launcher.CheckSpec(spec); err != nil {
+			return exit.Refused, err
+		}
+		return exit.Refused, notBuilt("run "+spec.Kind, "the "+spec.Kind+" adapter's run loop (launcher/"+spec.Kind+")")
 	}
-	return exit.Refused, notBuilt("run "+spec.Kind, "the launcher's run loop (launcher)")
+	self, err := os.Executable()
+	if err != nil {
+		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return launcher.Run(ctx, spec, claude.Adapter{}, launcher.IO{
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -23,12 +24,6 @@ type Reader struct {
 	models   []string        // models seen on assistant records, in order
 }
 
-// Item is one event and the vendor timestamp it carries ("" when none).
-type Item struct {
-	At    string
-	Event record.Event
-}
-
 // OwnedPrefix is how the catalogue server's tools are named to the model.
 const OwnedPrefix = "mcp__metaharness__"
 
@@ -38,7 +33,7 @@ func (r *Reader) Terminal() *record.SessionEnded { return r.terminal }
 
 // Read maps one stdout line. Every non-blank line yields at least one event:
 // a record nothing else maps becomes opaque, never dropped.
-func (r *Reader) Read(raw []byte) []Item {
+func (r *Reader) Read(raw []byte) []launcher.Item {
 	r.line++
 	raw = bytes.TrimRight(raw, "\r\n")
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -50,7 +45,7 @@ func (r *Reader) Read(raw []byte) []Item {
 		Timestamp string `json:"timestamp"`
 	}
 	if err := json.Unmarshal(raw, &rec); err != nil {
-		return []Item{{Event: r.opaque(raw, nil, nil)}}
+		return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
 	}
 	var out []record.Event
 	switch rec.Type {
@@ -68,9 +63,9 @@ func (r *Reader) Read(raw []byte) []Item {
 	if len(out) == 0 {
 		out = []record.Event{r.opaque(raw, &rec.Type, &rec.Subtype)}
 	}
-	items := make([]Item, len(out))
+	items := make([]launcher.Item, len(out))
 	for i, e := range out {
-		items[i] = Item{At: rec.Timestamp, Event: e}
+		items[i] = launcher.Item{At: rec.Timestamp, Event: e}
 	}
 	return items
 }
