@@ -1,11 +1,91 @@
 package main
 
-import "github.com/metaharness/metaharness/exit"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/loopback"
+)
 
 type loopbackCmd struct {
-	Args []string `arg:"" optional:"" passthrough:"" help:"The proxy's flags."`
+	Upstream     string   `required:"" placeholder:"URL" help:"The model API root: https (or http on a loopback host), e.g. https://api.anthropic.com. A path prefix is kept."`
+	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (Anthropic API key) or bearer (OpenAI)."`
+	TokenEnv     string   `name:"token-env" placeholder:"NAME" help:"The environment variable holding the upstream's token."`
+	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
+	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
+	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
+	AllowEgress  []string `name:"allow-egress" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
+}
+
+// loopbackStarted is the one line printed once the proxy listens: what an
+// embedder hands its child. The placeholder is in it on purpose (the child
+// needs it); it appears nowhere else.
+type loopbackStarted struct {
+	BaseURL            string                       `json:"base_url"`
+	Socket             *string                      `json:"socket"`
+	Placeholder        string                       `json:"placeholder"`
+	Env                map[string]map[string]string `json:"env"`
+	CodexModelProvider *string                      `json:"codex_model_provider"`
+	CodexProviderTOML  *string                      `json:"codex_provider_toml"`
 }
 
 func (c *loopbackCmd) run(e *env) (exit.Code, error) {
-	return exit.Refused, notBuilt("loopback", "the credential-attaching proxy (loopback)")
+	// Signals first: the start line promises that SIGTERM now stops us cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	p, err := loopback.New(loopback.Config{
+		Upstream:    c.Upstream,
+		Header:      loopback.HeaderStyle(c.UpstreamAuth),
+		Token:       loopback.TokenSource{Env: c.TokenEnv, File: c.TokenFile},
+		Listen:      c.Listen,
+		Unix:        c.Unix,
+		AllowEgress: c.AllowEgress,
+		RunID:       fmt.Sprintf("standalone-%d", os.Getpid()),
+		Logger:      e.log.Named("loopback"),
+		LookupEnv: func(k string) (string, bool) {
+			v := e.getenv(k)
+			return v, v != ""
+		},
+	})
+	if err != nil {
+		return exit.Refused, err
+	}
+	if err := p.Start(); err != nil {
+		return exit.Refused, err
+	}
+	defer p.Close()
+
+	started := loopbackStarted{BaseURL: p.BaseURL(), Placeholder: p.Placeholder(), Env: map[string]map[string]string{}}
+	if s := p.SocketPath(); s != "" {
+		started.Socket = &s
+	}
+	for _, kind := range []string{loopback.KindClaude, loopback.KindCodex} {
+		if env, err := p.ChildEnv(kind); err == nil { // codex has none on a unix socket
+			started.Env[kind] = env
+		}
+	}
+	if toml, err := p.CodexProviderTOML(); err == nil {
+		id := loopback.CodexProviderID
+		started.CodexModelProvider, started.CodexProviderTOML = &id, &toml
+	}
+	if err := json.NewEncoder(e.stdout).Encode(started); err != nil {
+		return exit.Refused, fmt.Errorf("writing the start line to stdout: %w", err)
+	}
+
+	<-ctx.Done()
+	closeErr := p.Close()
+	if err := json.NewEncoder(e.stdout).Encode(map[string]loopback.Counters{"counters": p.Counters()}); err != nil {
+		return exit.Refused, fmt.Errorf("writing the counters to stdout: %w", err)
+	}
+	if closeErr != nil {
+		e.log.Warn("loopback proxy shutdown", zap.Error(closeErr))
+	}
+	return exit.OK, nil
 }

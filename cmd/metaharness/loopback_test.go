@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/loopback"
+)
+
+// verbRun is `metaharness loopback` running as its own process (the test
+// binary, which testscript.Main put on PATH as metaharness).
+type verbRun struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdout  *bufio.Reader
+	stderr  *lockedBuffer
+	started loopbackStarted
+	line    string // the start line as printed
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startVerb runs metaharness loopback with args and env (debug logging on,
+// so that every log line is there to be searched) and reads its start line.
+func startVerb(t *testing.T, env []string, args ...string) *verbRun {
+	t.Helper()
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatalf("metaharness is not on PATH (testscript.Main puts it there): %v", err)
+	}
+	v := &verbRun{t: t, stderr: &lockedBuffer{}}
+	v.cmd = exec.Command(bin, append([]string{"loopback"}, args...)...)
+	v.cmd.Env = append([]string{"METAHARNESS_LOG=debug"}, env...)
+	v.cmd.Stderr = v.stderr
+	out, err := v.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if v.cmd.ProcessState == nil {
+			_ = v.cmd.Process.Kill()
+			_ = v.cmd.Wait()
+		}
+	})
+	v.stdout = bufio.NewReader(out)
+	line, err := v.stdout.ReadString('\n')
+	if err != nil {
+		_ = v.cmd.Wait()
+		t.Fatalf("no start line (%v); stderr:\n%s", err, v.stderr)
+	}
+	v.line = line
+	if err := json.Unmarshal([]byte(line), &v.started); err != nil {
+		t.Fatalf("start line is not JSON: %v\n%s", err, line)
+	}
+	return v
+}
+
+// stop sends SIGTERM and returns the counters line and everything else
+// printed after the start line.
+func (v *verbRun) stop() (loopback.Counters, string) {
+	v.t.Helper()
+	if err := v.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		v.t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(v.stdout)
+	done := make(chan error, 1)
+	go func() { done <- v.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			v.t.Fatalf("metaharness loopback after SIGTERM: %v; stderr:\n%s", err, v.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		v.t.Fatal("metaharness loopback did not stop on SIGTERM")
+	}
+	var c struct {
+		Counters *loopback.Counters `json:"counters"`
+	}
+	if err := json.Unmarshal(rest, &c); err != nil || c.Counters == nil {
+		v.t.Fatalf("no counters line after SIGTERM: %v\n%s", err, rest)
+	}
+	return *c.Counters, string(rest)
+}
+
+// assertNoSecrets fails when the token or the placeholder shows anywhere
+// but the start line's placeholder and child environments.
+func (v *verbRun) assertNoSecrets(token, tail string) {
+	v.t.Helper()
+	for name, text := range map[string]string{"stderr": v.stderr.String(), "stdout after the start line": tail} {
+		for secret, what := range map[string]string{token: "the real token", v.started.Placeholder: "the placeholder"} {
+			if strings.Contains(text, secret) {
+				v.t.Errorf("%s holds %s:\n%s", name, what, text)
+			}
+		}
+	}
+	if strings.Contains(v.line, token) {
+		v.t.Errorf("the start line holds the real token:\n%s", v.line)
+	}
+}
+
+// TestLoopbackVerbServesUntilSIGTERM: the verb prints its start line,
+// forwards with the real token, refuses without the placeholder, stops on
+// SIGTERM with exit 0 and prints its counters; no secret on stderr.
+func TestLoopbackVerbServesUntilSIGTERM(t *testing.T) {
+	const token = "sk-ant-test-REAL-verb-0123456789"
+	up := scripted.NewAnthropicServer(scripted.Texts("via the verb"))
+	defer up.Close()
+	v := startVerb(t, []string{"MH_TOKEN=" + token}, "--upstream", up.URL(), "--token-env", "MH_TOKEN", "--allow-egress", "127.0.0.1:1")
+	s := v.started
+	if !strings.HasPrefix(s.BaseURL, "http://127.0.0.1:") || !strings.HasPrefix(s.Placeholder, "mh-run-standalone-") || s.Socket != nil {
+		t.Fatalf("start line %s", v.line)
+	}
+	if s.Env["claude"]["ANTHROPIC_BASE_URL"] != s.BaseURL || s.Env["claude"]["ANTHROPIC_AUTH_TOKEN"] != s.Placeholder ||
+		s.Env["codex"][loopback.CodexKeyEnv] != s.Placeholder || s.Env["codex"]["HTTPS_PROXY"] != s.BaseURL {
+		t.Fatalf("child environments %v", s.Env)
+	}
+	if s.CodexModelProvider == nil || *s.CodexModelProvider != loopback.CodexProviderID || s.CodexProviderTOML == nil ||
+		!strings.Contains(*s.CodexProviderTOML, `base_url = "`+s.BaseURL+`/v1"`) {
+		t.Fatalf("codex provider: %s", v.line)
+	}
+
+	post := func(hdr map[string]string) int {
+		req, _ := http.NewRequest("POST", s.BaseURL+"/v1/messages", strings.NewReader(`{"stream":true}`))
+		for k, val := range hdr {
+			req.Header.Set(k, val)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := post(map[string]string{"Authorization": "Bearer " + s.Placeholder}); got != 200 {
+		t.Fatalf("with the placeholder: %d", got)
+	}
+	if got := post(nil); got != 401 {
+		t.Fatalf("without the placeholder: %d", got)
+	}
+	counters, tail := v.stop()
+	if counters.Requests != 2 || counters.Forwarded != 1 || counters.RefusedAuth != 1 {
+		t.Fatalf("counters %+v", counters)
+	}
+	if got := up.Requests(); len(got) != 1 || got[0].Credential() != token {
+		t.Fatalf("the upstream saw %d requests, credential %q", len(got), got[0].Credential())
+	}
+	if !strings.Contains(v.stderr.String(), "loopback request") {
+		t.Fatalf("debug logging was not on, so the secret scan proves little:\n%s", v.stderr)
+	}
+	v.assertNoSecrets(token, tail)
+}
+
+// TestLoopbackVerbUnixSocket: with --unix the start line names the socket,
+// gives claude ANTHROPIC_UNIX_SOCKET, and offers codex nothing.
+func TestLoopbackVerbUnixSocket(t *testing.T) {
+	sock := t.TempDir() + "/proxy.sock"
+	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", "https://api.anthropic.com", "--token-env", "MH_TOKEN", "--unix", sock)
+	s := v.started
+	if s.Socket == nil || *s.Socket != sock || s.Env["claude"]["ANTHROPIC_UNIX_SOCKET"] != sock || s.Env["codex"] != nil || s.CodexProviderTOML != nil {
+		t.Fatalf("start line %s", v.line)
+	}
+	v.stop()
+}

@@ -1,0 +1,178 @@
+// Package scripted holds the scripted model servers: a fake Anthropic
+// Messages API and a fake OpenAI Responses API, each answering from a short
+// script and recording every request. The demo, `conformance --live` and
+// every real-client test point the vendor CLIs at them (usually through the
+// loopback proxy), so no test needs a model, a network or a credential.
+//
+// How a turn is chosen: every model request (POST …/v1/messages or
+// POST …/responses) consumes the next turn of the script, in order. A request
+// past the end answers Script.Final as text ("done" when empty). Any other
+// request (a probe, a models listing) answers 404 and consumes nothing; it is
+// still recorded.
+package scripted
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// DefaultFinal is the text answered past the end of a script that names none.
+const DefaultFinal = "done"
+
+// Script is what a scripted server answers, one turn per model request.
+type Script struct {
+	Turns []Turn `json:"turns"`
+	// Final is the text answered once the turns are used up.
+	Final string `json:"final,omitempty"`
+}
+
+// Turn is one model answer: text, a tool call, both (text first), or an
+// error status.
+type Turn struct {
+	Text     string     `json:"text,omitempty"`
+	ToolCall *ToolCall  `json:"tool_call,omitempty"`
+	Error    *ErrorTurn `json:"error,omitempty"`
+}
+
+// ToolCall asks the client to call a tool. Name is the tool as the model
+// sees it: for Claude Code an MCP tool is mcp__<server>__<tool>; for Codex an
+// MCP tool is Name <tool> in Namespace mcp__<server>, while an app-server
+// dynamic tool has no namespace.
+type ToolCall struct {
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input,omitempty"`
+	Namespace string          `json:"namespace,omitempty"`
+}
+
+// ErrorTurn answers a request with an HTTP error status and the vendor's
+// error body. Type defaults from the status (529 overloaded_error, …).
+type ErrorTurn struct {
+	Status  int    `json:"status"`
+	Type    string `json:"type,omitempty"`
+	Message string `json:"message"`
+}
+
+// Texts is a script of plain text answers, one per request.
+func Texts(texts ...string) Script {
+	s := Script{}
+	for _, t := range texts {
+		s.Turns = append(s.Turns, Turn{Text: t})
+	}
+	return s
+}
+
+// LoadScript reads a script from a JSON file (see ParseScript).
+func LoadScript(path string) (Script, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Script{}, fmt.Errorf("reading the model script: %w", err)
+	}
+	s, err := ParseScript(data)
+	if err != nil {
+		return Script{}, fmt.Errorf("model script %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// maxScript bounds a script file; scripts are a handful of turns.
+const maxScript = 1 << 20
+
+// ParseScript reads a script: either {"turns":[…],"final":"…"} or a bare
+// list of turns. Unknown fields are refused so that a typo does not silently
+// turn into a text answer.
+func ParseScript(data []byte) (Script, error) {
+	if len(data) > maxScript {
+		return Script{}, fmt.Errorf("script is %d bytes, more than the %d a script may have", len(data), maxScript)
+	}
+	var s Script
+	trimmed := bytes.TrimSpace(data)
+	var err error
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		err = decodeStrict(trimmed, &s.Turns)
+	} else {
+		err = decodeStrict(trimmed, &s)
+	}
+	if err != nil {
+		return Script{}, err
+	}
+	for i, t := range s.Turns {
+		if err := t.check(); err != nil {
+			return Script{}, fmt.Errorf("turn %d: %w", i+1, err)
+		}
+	}
+	return s, nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("not a model script: %w", err)
+	}
+	if dec.More() {
+		return errors.New("not a model script: trailing data after the JSON value")
+	}
+	return nil
+}
+
+func (t Turn) check() error {
+	switch {
+	case t.Error != nil && (t.Text != "" || t.ToolCall != nil):
+		return errors.New("an error turn carries nothing else")
+	case t.Error != nil:
+		if t.Error.Status < 400 || t.Error.Status > 599 {
+			return fmt.Errorf("error status %d is not between 400 and 599", t.Error.Status)
+		}
+	case t.ToolCall != nil:
+		if strings.TrimSpace(t.ToolCall.Name) == "" {
+			return errors.New("tool_call needs a name")
+		}
+		if len(t.ToolCall.Input) > 0 {
+			var obj map[string]any
+			if err := json.Unmarshal(t.ToolCall.Input, &obj); err != nil || obj == nil {
+				return fmt.Errorf("tool_call %s: input must be a JSON object", t.ToolCall.Name)
+			}
+		}
+	case t.Text == "":
+		return errors.New("a turn needs text, a tool_call or an error")
+	}
+	return nil
+}
+
+// input is the tool call's input as a compact JSON object ({} when absent).
+func (c *ToolCall) input() string {
+	if len(c.Input) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, c.Input); err != nil {
+		return "{}" // ParseScript checked it; a hand-built Script may not have been
+	}
+	return b.String()
+}
+
+// errorType is the vendor error type for a status when the turn names none.
+func (e *ErrorTurn) errorType() string {
+	if e.Type != "" {
+		return e.Type
+	}
+	switch e.Status {
+	case 400:
+		return "invalid_request_error"
+	case 401:
+		return "authentication_error"
+	case 403:
+		return "permission_error"
+	case 404:
+		return "not_found_error"
+	case 429:
+		return "rate_limit_error"
+	case 529:
+		return "overloaded_error"
+	}
+	return "api_error"
+}

@@ -1,0 +1,289 @@
+package scripted
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestScriptVectors: every good_* script parses; every fail_* script is
+// refused with the reason its name promises.
+func TestScriptVectors(t *testing.T) {
+	want := map[string]string{
+		"fail_unknown_field.json":         `unknown field "txt"`,
+		"fail_empty_turn.json":            "turn 1: a turn needs text, a tool_call or an error",
+		"fail_error_with_text.json":       "an error turn carries nothing else",
+		"fail_error_status_range.json":    "error status 200 is not between 400 and 599",
+		"fail_tool_input_not_object.json": "input must be a JSON object",
+		"fail_tool_without_name.json":     "tool_call needs a name",
+		"fail_trailing_data.json":         "trailing data",
+	}
+	files, _ := filepath.Glob("testdata/scripts/*.json")
+	if len(files) == 0 {
+		t.Fatal("no script vectors")
+	}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			s, err := LoadScript(f)
+			if strings.HasPrefix(name, "good_") {
+				if err != nil || len(s.Turns) == 0 {
+					t.Fatalf("LoadScript: %v (turns %d)", err, len(s.Turns))
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), want[name]) || want[name] == "" {
+				t.Fatalf("error %v, want one containing %q", err, want[name])
+			}
+		})
+	}
+}
+
+type event struct {
+	name string
+	data map[string]any
+}
+
+// post sends body to url and returns the response and its SSE events.
+func post(t *testing.T, url string, header map[string]string, body string) (*http.Response, []event) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var events []event
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		return resp, nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	var cur event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.data); err != nil {
+				t.Fatalf("data line is not JSON: %q", line)
+			}
+		case line == "":
+			events = append(events, cur)
+			cur = event{}
+		}
+	}
+	return resp, events
+}
+
+func names(events []event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.name)
+	}
+	return out
+}
+
+func TestAnthropicScript(t *testing.T) {
+	s := Script{Turns: []Turn{
+		{ToolCall: &ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path": "a.txt"}`)}},
+		{Text: "it says hi"},
+	}}
+	srv := NewAnthropicServer(s)
+	defer srv.Close()
+	url := srv.URL() + "/v1/messages?beta=true"
+	hdr := map[string]string{"x-api-key": "k1", "anthropic-version": "2023-06-01"}
+
+	resp, ev := post(t, url, hdr, `{"model":"m","stream":true,"messages":[{"role":"user","content":"go"}],"tools":[{"name":"mcp__metaharness__read_file"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	wantNames := []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
+	if d := cmp.Diff(wantNames, names(ev)); d != "" {
+		t.Fatalf("events (-want +got):\n%s", d)
+	}
+	block := ev[1].data["content_block"].(map[string]any)
+	if block["type"] != "tool_use" || block["name"] != "mcp__metaharness__read_file" {
+		t.Fatalf("content_block_start: %v", block)
+	}
+	if pj := ev[2].data["delta"].(map[string]any)["partial_json"]; pj != `{"path":"a.txt"}` {
+		t.Fatalf("partial_json %v", pj)
+	}
+	if sr := ev[4].data["delta"].(map[string]any)["stop_reason"]; sr != "tool_use" {
+		t.Fatalf("stop_reason %v", sr)
+	}
+
+	_, ev = post(t, url, hdr, `{"model":"m","stream":true,"messages":[{"role":"user","content":"go"},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_0001","name":"mcp__metaharness__read_file","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_0001","content":[{"type":"text","text":"hi there"}]}]}]}`)
+	if got := ev[2].data["delta"].(map[string]any)["text"]; got != "it says hi" {
+		t.Fatalf("second answer %v", got)
+	}
+	_, ev = post(t, url, hdr, `{"model":"m","stream":true,"messages":[{"role":"user","content":"more"}]}`)
+	if got := ev[2].data["delta"].(map[string]any)["text"]; got != DefaultFinal {
+		t.Fatalf("past the end %v", got)
+	}
+
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests recorded", len(reqs))
+	}
+	if reqs[0].Turn != 0 || reqs[1].Turn != 1 || reqs[2].Turn != PastEnd {
+		t.Fatalf("turns %d %d %d", reqs[0].Turn, reqs[1].Turn, reqs[2].Turn)
+	}
+	if reqs[0].Credential() != "k1" || reqs[0].RawQuery != "beta=true" || reqs[0].Header.Get("Anthropic-Version") != "2023-06-01" {
+		t.Fatalf("request 1 recorded as %+v", reqs[0])
+	}
+	if d := cmp.Diff([]string{"mcp__metaharness__read_file"}, reqs[0].Tools); d != "" {
+		t.Fatalf("tools: %s", d)
+	}
+	if d := cmp.Diff([]ToolResult{{CallID: "toolu_0001", Content: "hi there"}}, reqs[1].ToolResults); d != "" {
+		t.Fatalf("tool results: %s", d)
+	}
+}
+
+func TestOpenAIScript(t *testing.T) {
+	s := Script{Turns: []Turn{
+		{ToolCall: &ToolCall{Name: "echo", Namespace: "mcp__demo", Input: json.RawMessage(`{"text":"x"}`)}},
+	}, Final: "DONE"}
+	srv := NewOpenAIServer(s)
+	defer srv.Close()
+	url := srv.URL() + "/v1/responses"
+	hdr := map[string]string{"Authorization": "Bearer k2"}
+
+	_, ev := post(t, url, hdr, `{"model":"fake-model","stream":true,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}],
+		"tools":[{"type":"function","name":"exec_command"},{"type":"namespace","name":"mcp__demo","tools":[{"type":"function","name":"echo"}]},{"type":"web_search"}]}`)
+	if d := cmp.Diff([]string{"response.created", "response.output_item.done", "response.completed"}, names(ev)); d != "" {
+		t.Fatalf("events (-want +got):\n%s", d)
+	}
+	item := ev[1].data["item"].(map[string]any)
+	if item["type"] != "function_call" || item["namespace"] != "mcp__demo" || item["name"] != "echo" || item["arguments"] != `{"text":"x"}` {
+		t.Fatalf("item %v", item)
+	}
+	_, ev = post(t, url, hdr, `{"model":"fake-model","stream":true,"input":[{"type":"message","role":"user","content":"go"},
+		{"type":"function_call","call_id":"call_0001","name":"echo","arguments":"{}"},
+		{"type":"function_call_output","call_id":"call_0001","output":"echo: x"}]}`)
+	msg := ev[1].data["item"].(map[string]any)
+	if text := msg["content"].([]any)[0].(map[string]any)["text"]; text != "DONE" {
+		t.Fatalf("final text %v", text)
+	}
+	reqs := srv.Requests()
+	if d := cmp.Diff([]string{"exec_command", "mcp__demo__echo", "web_search"}, reqs[0].Tools); d != "" {
+		t.Fatalf("tools: %s", d)
+	}
+	if d := cmp.Diff([]ToolResult{{CallID: "call_0001", Content: "echo: x"}}, reqs[1].ToolResults); d != "" {
+		t.Fatalf("tool results: %s", d)
+	}
+	if reqs[1].Credential() != "k2" {
+		t.Fatalf("credential %q", reqs[1].Credential())
+	}
+}
+
+// TestErrorsAndRefusals: an error turn answers its status in the vendor's
+// error shape; a wrong key and a non-model request consume no turn.
+func TestErrorsAndRefusals(t *testing.T) {
+	s := Script{Turns: []Turn{{Error: &ErrorTurn{Status: 529, Message: "Overloaded"}}, {Text: "after"}}}
+	srv := NewAnthropicServer(s, RequireKey("good"))
+	defer srv.Close()
+	url := srv.URL() + "/v1/messages"
+
+	resp, _ := post(t, url, map[string]string{"x-api-key": "bad"}, `{"stream":true}`)
+	if resp.StatusCode != 401 {
+		t.Fatalf("wrong key: status %d", resp.StatusCode)
+	}
+	resp, _ = post(t, srv.URL()+"/api/hello", map[string]string{"x-api-key": "good"}, ``)
+	if resp.StatusCode != 404 {
+		t.Fatalf("probe: status %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer good")
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != 529 || !strings.Contains(string(body), `"type":"overloaded_error"`) || !strings.Contains(string(body), "Overloaded") {
+		t.Fatalf("error turn: %d %s", r.StatusCode, body)
+	}
+	// Non-streaming answer of the next turn.
+	req, _ = http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m"}`))
+	req.Header.Set("x-api-key", "good")
+	r, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&msg)
+	r.Body.Close()
+	if len(msg.Content) != 1 || msg.Content[0].Text != "after" {
+		t.Fatalf("non-streaming answer %+v", msg)
+	}
+	var turns []int
+	for _, q := range srv.Requests() {
+		turns = append(turns, q.Turn)
+	}
+	if d := cmp.Diff([]int{NotAnswered, NotAnswered, 0, 1}, turns); d != "" {
+		t.Fatalf("turns: %s", d)
+	}
+}
+
+// TestTLS: a client that does not trust the server's certificate fails; one
+// given CertPool succeeds.
+func TestTLS(t *testing.T) {
+	srv := NewOpenAIServer(Texts("hi"), WithTLS())
+	defer srv.Close()
+	if _, err := http.Post(srv.URL()+"/v1/responses", "application/json", strings.NewReader(`{}`)); err == nil {
+		t.Fatal("an untrusted certificate was accepted")
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: srv.TLSConfig()}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Post(srv.URL()+"/v1/responses", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// FuzzParseScript: the script reader never panics, and a script it accepts
+// survives a JSON round trip unchanged.
+func FuzzParseScript(f *testing.F) {
+	files, _ := filepath.Glob("testdata/scripts/*.json")
+	for _, p := range files {
+		data, _ := os.ReadFile(p)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseScript(data)
+		if err != nil {
+			return
+		}
+		out, err := json.Marshal(s)
+		if err != nil {
+			t.Fatalf("accepted script does not encode: %v", err)
+		}
+		again, err := ParseScript(out)
+		if err != nil {
+			t.Fatalf("re-encoded script refused: %v\n%s", err, out)
+		}
+		out2, _ := json.Marshal(again)
+		if string(out) != string(out2) {
+			t.Fatalf("round trip changed the script:\n%s\n%s", out, out2)
+		}
+	})
+}

@@ -1,0 +1,107 @@
+package loopback
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+func TestChildEnv(t *testing.T) {
+	p := start(t, "https://api.anthropic.com", nil)
+	base, ph := p.BaseURL(), p.Placeholder()
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasPrefix(ph, "mh-run-test-") || len(ph) != len("mh-run-test-")+24 {
+		t.Fatalf("base %q placeholder shape %d", base, len(ph))
+	}
+	proxyVars := map[string]string{
+		"HTTPS_PROXY": base, "HTTP_PROXY": base, "ALL_PROXY": base, "https_proxy": base, "http_proxy": base, "all_proxy": base,
+		"NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
+	}
+	want := map[string]string{"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": ph, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+	for k, v := range proxyVars {
+		want[k] = v
+	}
+	got, err := p.ChildEnv(KindClaude)
+	if d := cmp.Diff(want, got); err != nil || d != "" {
+		t.Fatalf("claude env (-want +got): %s %v", d, err)
+	}
+	want = map[string]string{CodexKeyEnv: ph}
+	for k, v := range proxyVars {
+		want[k] = v
+	}
+	got, err = p.ChildEnv(KindCodex)
+	if d := cmp.Diff(want, got); err != nil || d != "" {
+		t.Fatalf("codex env (-want +got): %s %v", d, err)
+	}
+	if _, err := p.ChildEnv("b10x"); err == nil {
+		t.Fatal("an unknown kind got an environment")
+	}
+	toml, err := p.CodexProviderTOML()
+	wantTOML := fmt.Sprintf(`[model_providers.metaharness_loopback]
+name = "metaharness_loopback"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "METAHARNESS_LOOPBACK_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, base)
+	if d := cmp.Diff(wantTOML, toml); err != nil || d != "" {
+		t.Fatalf("codex provider (-want +got): %s %v", d, err)
+	}
+	if strings.Contains(toml, ph) {
+		t.Fatal("the provider table holds the placeholder; it belongs in the environment")
+	}
+	// Two proxies never share a placeholder.
+	if q := start(t, "https://api.anthropic.com", nil); q.Placeholder() == ph {
+		t.Fatal("placeholders repeat")
+	}
+}
+
+// TestCloseIsBounded: a stream that would never end is cut once the grace
+// runs out; Close returns and nothing is left running.
+func TestCloseIsBounded(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	started := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		close(started)
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	p, err := New(Config{Upstream: up.URL, Token: TokenSource{Env: "TOK"}, LookupEnv: lookup(map[string]string{"TOK": realToken}),
+		ShutdownGrace: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(context.Background(), "POST", p.BaseURL()+"/v1/messages", strings.NewReader("{}"))
+	req.Header.Set("x-api-key", p.Placeholder())
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	wait(t, started, "the stream to start")
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(backstop):
+		t.Fatal("Close did not return")
+	}
+	if rec := p.Records(); len(rec) != 1 || rec[0].Error == "" {
+		t.Fatalf("the cut stream was not recorded as cut: %+v", rec)
+	}
+}

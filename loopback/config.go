@@ -1,0 +1,195 @@
+package loopback
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/hex"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// Refusal names. Each is an *exit.Refusal from New or Start; none mentions a
+// token or a placeholder value.
+const (
+	RefuseListenNotLoopback   = "loopback-listen-not-loopback"
+	RefuseListenFailed        = "loopback-listen-failed"
+	RefuseSocketPathTaken     = "loopback-socket-path-taken"
+	RefuseUpstreamNotHTTPS    = "loopback-upstream-not-https"
+	RefuseUpstreamMalformed   = "loopback-upstream-malformed"
+	RefuseUpstreamAuthUnknown = "loopback-upstream-auth-unknown"
+	RefuseTokenMissing        = "loopback-token-missing"
+	RefuseTokenUnreadable     = "loopback-token-unreadable"
+	RefuseTokenAmbiguous      = "loopback-token-source-ambiguous"
+	RefuseEgressHostMalformed = "loopback-egress-host-malformed"
+)
+
+// HeaderStyle is the header the upstream reads the real token from.
+type HeaderStyle string
+
+const (
+	// APIKeyHeader sends "x-api-key: <token>": the Anthropic API with an API
+	// key (its Authorization: Bearer form is for OAuth tokens only).
+	APIKeyHeader HeaderStyle = "x-api-key"
+	// BearerHeader sends "Authorization: Bearer <token>": the OpenAI API.
+	BearerHeader HeaderStyle = "bearer"
+)
+
+// TokenSource names where the real token lives: exactly one of Env (an
+// environment variable's name) and File (a file whose trimmed content is the
+// token). The source is read at New and again after an upstream 401.
+type TokenSource struct {
+	Env  string
+	File string
+}
+
+// Config is one proxy. The zero values of the optional fields are the
+// defaults named beside them.
+type Config struct {
+	// Upstream is the model API root, https (or http on a loopback host);
+	// a path prefix is kept, so https://host/prefix + /v1/messages goes to
+	// /prefix/v1/messages.
+	Upstream string
+	// Header is how the upstream wants the token (default APIKeyHeader).
+	Header HeaderStyle
+	Token  TokenSource
+	// Listen is a loopback host:port (default 127.0.0.1:0, an ephemeral
+	// port). Unix, when set, is a socket path used instead; it must not exist.
+	Listen string
+	Unix   string
+	// AllowEgress lists the hosts (HOST or HOST:PORT) the child may reach
+	// through the egress gate; empty refuses all egress.
+	AllowEgress []string
+	// RunID goes into the placeholder so a stray one can be traced to its run.
+	RunID string
+	// Logger receives the proxy's diagnostics (default: none).
+	Logger *zap.Logger
+	// RootCAs verifies the upstream's certificate (default: the system roots).
+	RootCAs *x509.CertPool
+	// LookupEnv reads Token.Env (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// ShutdownGrace bounds how long Close waits for requests in flight
+	// before cutting them (default 3s).
+	ShutdownGrace time.Duration
+}
+
+// egressRule is one allowlisted host, with its port when one was named.
+type egressRule struct {
+	host string // lower case, no brackets
+	port string // "" = any port
+}
+
+func (r egressRule) allows(host, port string) bool {
+	return strings.EqualFold(r.host, host) && (r.port == "" || r.port == port)
+}
+
+// isLoopbackHost is SPEC §3.3's loopback: 127.0.0.0/8, ::1 or "localhost".
+// Private-network addresses are not loopback.
+func isLoopbackHost(h string) bool {
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// parseListen checks a listen address and returns the one to bind.
+func parseListen(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", exit.Refuse(RefuseListenNotLoopback, "--listen %q is not HOST:PORT (%v); use 127.0.0.1:0", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", exit.Refuse(RefuseListenNotLoopback, "--listen %q has no valid port; use 127.0.0.1:0 for an ephemeral one", addr)
+	}
+	if host == "" || !isLoopbackHost(host) {
+		return "", exit.Refuse(RefuseListenNotLoopback,
+			"--listen %q is not a loopback address: the proxy holds the real token and must be reachable from this machine only; use 127.0.0.1:0 or a --unix socket", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// parseUpstream checks the upstream root: https, or http on a loopback host
+// only; no credentials, query or fragment in it.
+func parseUpstream(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return nil, exit.Refuse(RefuseUpstreamMalformed, "--upstream %q is not an absolute URL like https://api.anthropic.com", raw)
+	}
+	if u.User != nil {
+		return nil, exit.Refuse(RefuseUpstreamMalformed,
+			"--upstream carries user information; a credential never goes in a URL, name it with --token-env or --token-file")
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, exit.Refuse(RefuseUpstreamMalformed, "--upstream %q has a query or fragment; give the API root only", raw)
+	}
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !isLoopbackHost(u.Hostname()) {
+			return nil, exit.Refuse(RefuseUpstreamNotHTTPS,
+				"--upstream %q is plain http to a host that is not loopback; the token would cross the network in clear, use https", raw)
+		}
+	default:
+		return nil, exit.Refuse(RefuseUpstreamNotHTTPS, "--upstream %q: scheme %q is not https (or http on a loopback host)", raw, u.Scheme)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	u.RawPath = strings.TrimSuffix(u.RawPath, "/")
+	return u, nil
+}
+
+// parseEgress reads the allowlist: HOST or HOST:PORT, no scheme or path.
+func parseEgress(hosts []string) ([]egressRule, error) {
+	var out []egressRule
+	for _, h := range hosts {
+		if strings.ContainsAny(h, "/@?#* \t") {
+			return nil, exit.Refuse(RefuseEgressHostMalformed, "--allow-egress %q is not a host name; give HOST or HOST:PORT without scheme or path", h)
+		}
+		r := egressRule{host: h}
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			r.host, r.port = host, port
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+				return nil, exit.Refuse(RefuseEgressHostMalformed, "--allow-egress %q has no valid port; give HOST or HOST:PORT", h)
+			}
+		}
+		r.host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(r.host, "["), "]"))
+		if r.host == "" || strings.Contains(r.host, ":") && net.ParseIP(r.host) == nil {
+			return nil, exit.Refuse(RefuseEgressHostMalformed, "--allow-egress %q is not a host name; give HOST or HOST:PORT without scheme or path", h)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// newPlaceholder is mh-run-<run id>-<24 hex digits>: traceable to its run,
+// unguessable, and not shaped like any vendor's key.
+func newPlaceholder(runID string) (string, error) {
+	clean := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, runID)
+	if len(clean) > 40 {
+		clean = clean[:40]
+	}
+	if clean == "" {
+		clean = "run"
+	}
+	var nonce [12]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return "", err
+	}
+	return "mh-run-" + clean + "-" + hex.EncodeToString(nonce[:]), nil
+}

@@ -1,0 +1,258 @@
+// Package loopback is the credential-attaching loopback proxy and the egress
+// gate (SPEC §6), on one goproxy listener bound to loopback.
+//
+// The child is given a per-run placeholder instead of the API key. Requests
+// with a relative path reach the reverse endpoint (goproxy's non-proxy
+// handler): one carrying the placeholder in x-api-key or Authorization:
+// Bearer is forwarded to the upstream with the real token swapped in, its
+// answer streamed back chunk by chunk; anything else is answered 401 and
+// never forwarded. CONNECT and absolute-URL requests are the egress gate:
+// refused unless the host is on the run's allowlist (empty by default).
+//
+// Every request leaves one Record and adds to the Counters. Neither, nor any
+// log line, ever holds a body, the token or the placeholder.
+package loopback
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/elazarl/goproxy"
+	"go.uber.org/zap"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// Proxy is one run's loopback proxy. Build it with New, serve with Start,
+// stop with Close.
+type Proxy struct {
+	cfg         Config
+	upstream    *url.URL
+	listen      string
+	allow       []egressRule
+	placeholder []byte
+	tokens      *tokens
+	log         *zap.Logger
+	tr          *http.Transport
+	gate        *goproxy.ProxyHttpServer
+	rec         *recorder
+
+	srv       *http.Server
+	ln        net.Listener
+	baseURL   string
+	serveDone chan struct{}
+	active    sync.WaitGroup // handlers and tunnels in flight
+
+	tunnelMu sync.Mutex
+	tunnels  map[*countingConn]struct{}
+
+	closeOnce sync.Once
+}
+
+// New checks cfg and reads the token once. Every failure is an
+// *exit.Refusal naming the field (as its CLI flag) and what to do instead.
+func New(cfg Config) (*Proxy, error) {
+	p := &Proxy{cfg: cfg, log: cfg.Logger, tunnels: map[*countingConn]struct{}{}}
+	if p.log == nil {
+		p.log = zap.NewNop()
+	}
+	if cfg.Unix == "" {
+		listen := cfg.Listen
+		if listen == "" {
+			listen = "127.0.0.1:0"
+		}
+		var err error
+		if p.listen, err = parseListen(listen); err != nil {
+			return nil, err
+		}
+	} else if cfg.Listen != "" {
+		return nil, exit.Refuse(RefuseListenNotLoopback, "both --listen %s and --unix %s were given; choose one", cfg.Listen, cfg.Unix)
+	}
+	var err error
+	if p.upstream, err = parseUpstream(cfg.Upstream); err != nil {
+		return nil, err
+	}
+	switch cfg.Header {
+	case "":
+		p.cfg.Header = APIKeyHeader
+	case APIKeyHeader, BearerHeader:
+	default:
+		return nil, exit.Refuse(RefuseUpstreamAuthUnknown, "--upstream-auth %q is not one of x-api-key (Anthropic) and bearer (OpenAI)", cfg.Header)
+	}
+	if p.allow, err = parseEgress(cfg.AllowEgress); err != nil {
+		return nil, err
+	}
+	if p.tokens, err = newTokens(cfg.Token, cfg.LookupEnv); err != nil {
+		return nil, err
+	}
+	ph, err := newPlaceholder(cfg.RunID)
+	if err != nil {
+		return nil, fmt.Errorf("making the run placeholder: %w", err)
+	}
+	p.placeholder = []byte(ph)
+	if p.cfg.ShutdownGrace <= 0 {
+		p.cfg.ShutdownGrace = 3 * time.Second
+	}
+	p.rec = &recorder{log: p.log, secret: p.secrets}
+	p.tr = newTransport(cfg.RootCAs)
+	p.gate = p.newGate()
+	return p, nil
+}
+
+// newTransport dials the upstream: TLS verified against roots (nil: the
+// system's), connections kept alive and reused, no proxy from the
+// environment, bodies passed through undecoded.
+func newTransport(roots *x509.CertPool) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		TLSClientConfig:       &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout:   15 * time.Second,
+		ForceAttemptHTTP2:     true,
+		DisableCompression:    true,
+		MaxIdleConns:          128,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ReadBufferSize:        64 << 10,
+		WriteBufferSize:       64 << 10,
+	}
+}
+
+// Start binds the listener and serves in the background.
+func (p *Proxy) Start() error {
+	var err error
+	if p.cfg.Unix != "" {
+		if _, statErr := os.Lstat(p.cfg.Unix); statErr == nil {
+			return exit.Refuse(RefuseSocketPathTaken, "--unix %s already exists; a socket path is never reused or overwritten, name a new one", p.cfg.Unix)
+		}
+		p.ln, err = net.Listen("unix", p.cfg.Unix)
+		if err == nil {
+			err = os.Chmod(p.cfg.Unix, 0o600)
+		}
+		p.baseURL = "http://localhost"
+	} else {
+		p.ln, err = net.Listen("tcp", p.listen)
+		if err == nil {
+			p.baseURL = "http://" + p.ln.Addr().String()
+		}
+	}
+	if err != nil {
+		if p.ln != nil {
+			_ = p.ln.Close()
+		}
+		return exit.Wrap(RefuseListenFailed, err, "the loopback proxy cannot listen on %s", p.where())
+	}
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(p.log.Named("http")),
+	}
+	p.serveDone = make(chan struct{})
+	go func() {
+		defer close(p.serveDone)
+		_ = p.srv.Serve(p.ln) // ends with ErrServerClosed at Close
+	}()
+	p.log.Info("loopback proxy listening", zap.String("base_url", p.baseURL), zap.String("upstream", scrub(p.upstream.Redacted(), p.secrets())))
+	return nil
+}
+
+func (p *Proxy) where() string {
+	if p.cfg.Unix != "" {
+		return "unix socket " + p.cfg.Unix
+	}
+	return p.listen
+}
+
+// BaseURL is where a child reaches the reverse endpoint: http://127.0.0.1:PORT,
+// or http://localhost on a unix socket (with SocketPath). Empty before Start.
+func (p *Proxy) BaseURL() string { return p.baseURL }
+
+// SocketPath is the unix socket, or "" when listening on TCP.
+func (p *Proxy) SocketPath() string { return p.cfg.Unix }
+
+// Placeholder is the per-run value the child holds instead of the token. It
+// is a credential to this proxy: hand it to the child, never log it.
+func (p *Proxy) Placeholder() string { return string(p.placeholder) }
+
+// Records is every request so far (the most recent 4096), oldest first. A
+// request is recorded when its handler ends, which can be just after the
+// client has its answer: read them after Close for a complete list.
+func (p *Proxy) Records() []Record {
+	r, _ := p.rec.snapshot()
+	return r
+}
+
+// Counters sums every request so far.
+func (p *Proxy) Counters() Counters {
+	_, c := p.rec.snapshot()
+	return c
+}
+
+// secrets is what records and logs are scrubbed of.
+func (p *Proxy) secrets() []string {
+	return append(p.tokens.remembered(), string(p.placeholder))
+}
+
+// authorized reports whether h carries this run's placeholder, and why not.
+// Every credential header present must hold it.
+func (p *Proxy) authorized(h http.Header) (bool, string) {
+	var got []string
+	got = append(got, h.Values("X-Api-Key")...)
+	for _, a := range h.Values("Authorization") {
+		if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
+			return false, RefusedWrongPlaceholder // another scheme, or none
+		}
+		got = append(got, a[7:])
+	}
+	if len(got) == 0 {
+		return false, RefusedNoPlaceholder
+	}
+	for _, g := range got {
+		if subtle.ConstantTimeCompare([]byte(g), p.placeholder) != 1 {
+			return false, RefusedWrongPlaceholder
+		}
+	}
+	return true, ""
+}
+
+// Close stops the listener, lets requests in flight finish for up to
+// ShutdownGrace, then cuts what is left (tunnels included) and waits, again
+// bounded, for their goroutines. Records and Counters stay readable.
+func (p *Proxy) Close() error {
+	var err error
+	p.closeOnce.Do(func() {
+		if p.srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownGrace)
+		defer cancel()
+		if err = p.srv.Shutdown(ctx); err != nil {
+			err = p.srv.Close()
+		}
+		p.closeTunnels()
+		<-p.serveDone
+		done := make(chan struct{})
+		go func() { p.active.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(p.cfg.ShutdownGrace):
+			err = errors.Join(err, errors.New("loopback proxy: requests still in flight after the shutdown grace"))
+		}
+		p.tr.CloseIdleConnections()
+	})
+	return err
+}

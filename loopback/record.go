@@ -1,0 +1,186 @@
+package loopback
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Route is which face of the listener a request came through.
+type Route string
+
+const (
+	// RouteReverse: a relative-path request to the reverse endpoint.
+	RouteReverse Route = "reverse"
+	// RouteConnect: a CONNECT to the egress gate.
+	RouteConnect Route = "connect"
+	// RouteForward: an absolute-URL request to the egress gate.
+	RouteForward Route = "forward"
+)
+
+// Refusal reasons a Record carries.
+const (
+	RefusedNoPlaceholder    = "no-placeholder"    // no x-api-key or Authorization: Bearer
+	RefusedWrongPlaceholder = "wrong-placeholder" // a credential that is not this run's placeholder
+	RefusedEgress           = "egress-not-allowed"
+	RefusedEgressPlainHTTP  = "egress-plain-http" // an allowed host, but over http to a non-loopback host
+)
+
+// Errors a Record carries (the code, then ": " and a scrubbed detail).
+const (
+	ErrUpstreamUnreachable = "upstream-unreachable"
+	ErrUpstreamReset       = "upstream-reset" // the upstream broke off mid-body
+	ErrClientGone          = "client-gone"    // the client went away before the end
+	ErrRequestBody         = "request-body-unreadable"
+	ErrTokenReread         = "token-reread-failed"
+	ErrEgressDial          = "egress-dial-failed"
+)
+
+// Refresh outcomes after an upstream 401.
+const (
+	RefreshRetried   = "retried"   // the token had changed: retried once with it
+	RefreshUnchanged = "unchanged" // the same token: the 401 was relayed
+	RefreshFailed    = "failed"    // the source could not be re-read: the 401 was relayed
+	RefreshTooLarge  = "body-too-large-to-retry"
+)
+
+// Record is one request through the listener. It never holds a body, a
+// token or a placeholder: strings that could echo one are scrubbed.
+type Record struct {
+	Seq    uint64    `json:"seq"`
+	Start  time.Time `json:"start"`
+	Route  Route     `json:"route"`
+	Method string    `json:"method"`
+	// Path is the URL path (no query) on the reverse route, the target
+	// host:port on CONNECT, and host + path on an absolute-URL request.
+	Path string `json:"path"`
+	// Status is what the client was answered (0: nothing was).
+	Status int `json:"status"`
+	// UpstreamStatus is what the upstream answered (0: nothing did).
+	UpstreamStatus int `json:"upstream_status"`
+	// BytesIn counts body bytes from the client, BytesOut body bytes to it
+	// (on a tunnel: bytes each way through it).
+	BytesIn  int64         `json:"bytes_in"`
+	BytesOut int64         `json:"bytes_out"`
+	Duration time.Duration `json:"duration_ns"`
+	Refused  string        `json:"refused,omitempty"`
+	Refresh  string        `json:"refresh,omitempty"`
+	Error    string        `json:"error,omitempty"`
+}
+
+// Counters sum the records, all of them (the record list itself is bounded).
+type Counters struct {
+	Requests        uint64 `json:"requests"`
+	Forwarded       uint64 `json:"forwarded"` // reverse requests sent upstream
+	RefusedAuth     uint64 `json:"refused_auth"`
+	RefusedEgress   uint64 `json:"refused_egress"`
+	EgressAllowed   uint64 `json:"egress_allowed"`
+	RefreshRetried  uint64 `json:"refresh_and_retry"`
+	RefreshFailed   uint64 `json:"refresh_failed"`
+	UpstreamErrors  uint64 `json:"upstream_errors"`
+	ClientGone      uint64 `json:"client_gone"`
+	BytesIn         uint64 `json:"bytes_in"`
+	BytesOut        uint64 `json:"bytes_out"`
+	RecordsDropped  uint64 `json:"records_dropped"`
+	UpstreamStatus4 uint64 `json:"upstream_4xx"`
+	UpstreamStatus5 uint64 `json:"upstream_5xx"`
+}
+
+// maxRecords bounds the records kept; older ones are dropped and counted.
+const maxRecords = 4096
+
+// recorder keeps the records and counters.
+type recorder struct {
+	log    *zap.Logger
+	secret func() []string // values to scrub
+
+	mu       sync.Mutex
+	seq      uint64
+	records  []Record
+	oldest   int // index of the oldest record once the ring is full
+	counters Counters
+}
+
+func (rc *recorder) begin(route Route, method, path string) *Record {
+	return &Record{Start: time.Now(), Route: route, Method: method, Path: path}
+}
+
+// finish completes r, counts it and keeps it.
+func (rc *recorder) finish(r *Record) {
+	r.Duration = time.Since(r.Start)
+	secrets := rc.secret()
+	r.Path = scrub(r.Path, secrets)
+	r.Error = scrub(r.Error, secrets)
+
+	rc.mu.Lock()
+	rc.seq++
+	r.Seq = rc.seq
+	c := &rc.counters
+	c.Requests++
+	c.BytesIn += uint64(r.BytesIn)
+	c.BytesOut += uint64(r.BytesOut)
+	switch {
+	case r.Refused == RefusedNoPlaceholder || r.Refused == RefusedWrongPlaceholder:
+		c.RefusedAuth++
+	case r.Refused != "":
+		c.RefusedEgress++
+	case r.Route == RouteReverse && r.UpstreamStatus != 0:
+		c.Forwarded++
+	case r.Route != RouteReverse:
+		c.EgressAllowed++
+	}
+	switch r.Refresh {
+	case RefreshRetried:
+		c.RefreshRetried++
+	case RefreshUnchanged, RefreshFailed, RefreshTooLarge:
+		c.RefreshFailed++
+	}
+	switch {
+	case strings.HasPrefix(r.Error, ErrUpstreamUnreachable), strings.HasPrefix(r.Error, ErrUpstreamReset):
+		c.UpstreamErrors++
+	case strings.HasPrefix(r.Error, ErrClientGone):
+		c.ClientGone++
+	}
+	switch r.UpstreamStatus / 100 {
+	case 4:
+		c.UpstreamStatus4++
+	case 5:
+		c.UpstreamStatus5++
+	}
+	if len(rc.records) < maxRecords {
+		rc.records = append(rc.records, *r)
+	} else { // a ring: overwrite the oldest
+		rc.records[rc.oldest] = *r
+		rc.oldest = (rc.oldest + 1) % maxRecords
+		c.RecordsDropped++
+	}
+	rc.mu.Unlock()
+
+	if ce := rc.log.Check(zap.DebugLevel, "loopback request"); ce != nil {
+		ce.Write(zap.Uint64("seq", r.Seq), zap.String("route", string(r.Route)), zap.String("method", r.Method),
+			zap.String("path", r.Path), zap.Int("status", r.Status), zap.Int("upstream_status", r.UpstreamStatus),
+			zap.Int64("bytes_in", r.BytesIn), zap.Int64("bytes_out", r.BytesOut), zap.Duration("duration", r.Duration),
+			zap.String("refused", r.Refused), zap.String("refresh", r.Refresh), zap.String("error", r.Error))
+	}
+}
+
+func (rc *recorder) snapshot() ([]Record, Counters) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make([]Record, 0, len(rc.records))
+	out = append(out, rc.records[rc.oldest:]...)
+	out = append(out, rc.records[:rc.oldest]...)
+	return out, rc.counters
+}
+
+// scrub replaces every secret in s.
+func scrub(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v != "" && strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}

@@ -1,0 +1,283 @@
+package loopback
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// maxHeld: a request body up to this size is held in memory so that an
+// upstream 401 can be retried once with a fresh token; a larger one streams
+// straight through and its 401 is relayed. Responses are never held.
+const maxHeld = 4 << 20
+
+// bufPool holds the copy buffers of response streams. 128 KiB: with 32 KiB
+// the per-chunk syscalls (read, chunk framing, flush) held a 10 MiB stream
+// to about half of direct throughput on loopback.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// hopByHop are the headers that belong to one connection (RFC 9110 §7.6.1),
+// plus Proxy-Connection, which clients still send.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+}
+
+// connectionNamed is the set of headers a Connection header names (nil when none).
+func connectionNamed(h http.Header) map[string]bool {
+	var named map[string]bool
+	for _, v := range h.Values("Connection") {
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				if named == nil {
+					named = map[string]bool{}
+				}
+				named[textproto.CanonicalMIMEHeaderKey(f)] = true
+			}
+		}
+	}
+	return named
+}
+
+// serveReverse is the reverse endpoint: goproxy's handler for requests with
+// a relative path.
+func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
+	rec := p.rec.begin(RouteReverse, r.Method, r.URL.Path)
+	defer p.rec.finish(rec) // also when the stream is aborted below
+
+	if ok, why := p.authorized(r.Header); !ok {
+		rec.Refused, rec.Status = why, http.StatusUnauthorized
+		writeError(w, http.StatusUnauthorized, "authentication_error", "metaharness_loopback_unauthorized",
+			"metaharness loopback: the request did not carry this run's placeholder in x-api-key or Authorization: Bearer; it was not forwarded")
+		return
+	}
+	held, rest, err := holdBody(r)
+	var sent atomic.Int64
+	if err != nil {
+		rec.Error, rec.Status = ErrRequestBody+": "+err.Error(), http.StatusBadRequest
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "metaharness_loopback_bad_request",
+			"metaharness loopback: the request body could not be read; it was not forwarded")
+		return
+	}
+	if rest != nil {
+		rest = &countingReader{r: rest, n: &sent}
+	} else {
+		sent.Store(int64(len(held)))
+	}
+
+	used := p.tokens.current()
+	resp, err := p.tr.RoundTrip(p.outbound(r, used, held, rest))
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp, err = p.retryAfter401(r, rec, resp, used, held, rest != nil)
+	}
+	rec.BytesIn = sent.Load()
+	if err != nil {
+		detail := errDetail(err)
+		if r.Context().Err() != nil {
+			rec.Error = ErrClientGone + ": " + detail
+			return
+		}
+		rec.Error, rec.Status = ErrUpstreamUnreachable+": "+detail, http.StatusBadGateway
+		p.log.Debug("upstream unreachable", zap.String("upstream", p.upstream.Host), zap.String("error", scrub(detail, p.secrets())))
+		writeError(w, http.StatusBadGateway, "api_error", "metaharness_loopback_upstream_unreachable", scrub(fmt.Sprintf(
+			"metaharness loopback: the upstream %s could not be reached (%s); nothing was answered by the model", p.upstream.Host, detail), p.secrets()))
+		return
+	}
+	defer resp.Body.Close()
+	rec.UpstreamStatus = resp.StatusCode
+	copyResponseHeader(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rec.Status = resp.StatusCode
+	rc := http.NewResponseController(w)
+	if resp.ContentLength < 0 {
+		_ = rc.Flush() // a stream: the client sees the status before the first event
+	}
+	p.stream(r, w, rc, resp.Body, rec)
+	rec.BytesIn = sent.Load()
+}
+
+// stream copies the upstream body to the client, flushing every chunk as it
+// arrives. An upstream that breaks off mid-body aborts the client's
+// connection too, so the client sees a cut stream rather than a clean end.
+func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, body io.Reader, rec *Record) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			rec.BytesOut += int64(m)
+			if werr == nil {
+				werr = rc.Flush()
+			}
+			if werr != nil {
+				rec.Error = ErrClientGone + ": " + werr.Error()
+				return
+			}
+		}
+		switch {
+		case rerr == nil:
+		case errors.Is(rerr, io.EOF):
+			return
+		case r.Context().Err() != nil:
+			rec.Error = ErrClientGone + ": " + rerr.Error()
+			return
+		default:
+			rec.Error = ErrUpstreamReset + ": " + rerr.Error()
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// retryAfter401 re-reads the token after an upstream 401 and, if it
+// changed, sends the request once more with the new one.
+func (p *Proxy) retryAfter401(r *http.Request, rec *Record, resp *http.Response, used string, held []byte, streamed bool) (*http.Response, error) {
+	if streamed {
+		rec.Refresh = RefreshTooLarge
+		return resp, nil
+	}
+	fresh, err := p.tokens.refresh(used)
+	switch {
+	case err != nil:
+		rec.Refresh, rec.Error = RefreshFailed, ErrTokenReread+": "+err.Error()
+		p.log.Warn("the token could not be re-read after an upstream 401; the 401 is relayed", zap.Error(err))
+		return resp, nil
+	case fresh == "":
+		rec.Refresh = RefreshUnchanged
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	_ = resp.Body.Close()
+	rec.Refresh = RefreshRetried
+	return p.tr.RoundTrip(p.outbound(r, fresh, held, nil))
+}
+
+// holdBody reads the request body if it fits in maxHeld (rest nil), or
+// returns it to be streamed (rest non-nil, held nil).
+func holdBody(r *http.Request) (held []byte, rest io.Reader, err error) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return nil, nil, nil
+	}
+	if r.ContentLength > maxHeld {
+		return nil, r.Body, nil
+	}
+	if r.ContentLength > 0 {
+		held = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(r.Body, held)
+		return held, nil, err
+	}
+	// Unknown length (chunked): hold it if it turns out small enough.
+	var b bytes.Buffer
+	n, err := b.ReadFrom(io.LimitReader(r.Body, maxHeld+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if n <= maxHeld {
+		return b.Bytes(), nil, nil
+	}
+	return nil, io.MultiReader(&b, r.Body), nil
+}
+
+// outbound is the request to the upstream: same method, path (under the
+// upstream's prefix), query and end-to-end headers; the token attached the
+// way the upstream wants it; no client credential and no hop-by-hop header.
+func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Reader) *http.Request {
+	u := *p.upstream
+	u.Path = p.upstream.Path + r.URL.Path
+	if p.upstream.RawPath != "" || r.URL.RawPath != "" {
+		u.RawPath = p.upstream.EscapedPath() + r.URL.EscapedPath()
+	}
+	u.RawQuery = r.URL.RawQuery
+	out := &http.Request{
+		Method: r.Method, URL: &u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, len(r.Header)),
+	}
+	if rest != nil {
+		out.Body, out.ContentLength = io.NopCloser(rest), r.ContentLength
+		if out.ContentLength == 0 {
+			out.ContentLength = -1
+		}
+	} else if len(held) > 0 {
+		out.ContentLength = int64(len(held))
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(held)), nil }
+		out.Body, _ = out.GetBody()
+	}
+	named := connectionNamed(r.Header)
+	for k, vs := range r.Header {
+		// Expect was answered here, when the body was read.
+		if hopByHop[k] || named[k] || k == "Authorization" || k == "X-Api-Key" || k == "Expect" || p.carriesPlaceholder(vs) {
+			continue
+		}
+		out.Header[k] = vs
+	}
+	if p.cfg.Header == BearerHeader {
+		out.Header.Set("Authorization", "Bearer "+token)
+	} else {
+		out.Header.Set("X-Api-Key", token)
+	}
+	return out.WithContext(r.Context())
+}
+
+// carriesPlaceholder catches the placeholder smuggled in another header
+// (a custom header, say): it must never reach the upstream.
+func (p *Proxy) carriesPlaceholder(vs []string) bool {
+	for _, v := range vs {
+		if strings.Contains(v, string(p.placeholder)) {
+			return true
+		}
+	}
+	return false
+}
+
+func copyResponseHeader(dst, src http.Header) {
+	named := connectionNamed(src)
+	for k, vs := range src {
+		if hopByHop[k] || named[k] {
+			continue
+		}
+		dst[k] = vs
+	}
+}
+
+// writeError answers in a shape both vendors' clients read: Anthropic's
+// {"type":"error","error":{"type","message"}} with OpenAI's error.code.
+func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "code": code, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// errDetail is a transport error without the URL it was dialling.
+func errDetail(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+// countingReader counts the bytes read through it (read concurrently by the
+// transport, hence atomic).
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
