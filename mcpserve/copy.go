@@ -1,0 +1,86 @@
+package mcpserve
+
+import (
+	"errors"
+	"os"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// CopyBytes renders the checked contract as its scratch copy (SPEC §7.4):
+// JSON in which every character YAML refuses raw or reads as a line break is
+// a \u escape, so the server's YAML reader reads back exactly what was
+// checked.
+func (c *Contract) CopyBytes() []byte {
+	b := appendJSON(nil, c.doc, "\n", true)
+	return append(b, '\n')
+}
+
+// ScratchCopier writes scratch copies. Write is the file writer; nil means
+// exclusive create with mode 0600 (a copy never overwrites anything). Tests
+// inject a faulty one to prove the read-back catches it.
+type ScratchCopier struct {
+	Write func(path string, data []byte) error
+}
+
+// WriteScratchCopy writes c's scratch copy to path with the default writer;
+// see ScratchCopier.WriteCopy.
+func WriteScratchCopy(c *Contract, path, happened string) error {
+	return ScratchCopier{}.WriteCopy(c, path, happened)
+}
+
+// WriteCopy renders the copy, checks in memory that it is within 4 MiB and
+// reads back as the same catalogue (catalogue-malformed otherwise: the
+// document cannot be carried), writes it, reads the file back with the
+// loader the server uses and compares (catalogue-copy-differs otherwise).
+// happened says what the run had already done by now, for the message.
+func (s ScratchCopier) WriteCopy(c *Contract, path, happened string) error {
+	data := c.CopyBytes()
+	if len(data) > MaxContractBytes {
+		return exit.Refuse(CodeMalformed, "the tool contract %s would make a scratch copy of %d bytes, past the 4 MiB (%d bytes) limit; make the contract smaller", c.Source, len(data), MaxContractBytes)
+	}
+	back, err := ParseContract(path, data)
+	if err != nil {
+		return exit.Wrap(CodeMalformed, err, "the tool contract %s would not read back from its scratch copy; simplify the strings or keys the reader cannot carry", c.Source)
+	}
+	if eq, where := c.Equal(back); !eq {
+		return exit.Refuse(CodeMalformed, "the tool contract %s would not read back as the same catalogue from its scratch copy (it differs at %s); simplify that value", c.Source, orRoot(where))
+	}
+	differs := func(what string, err error) error {
+		r := exit.Wrap(CodeCopyDiffers, err, "the scratch copy %s of %s %s", path, c.Source, what)
+		r.Message += "; " + happened
+		return r
+	}
+	write := s.Write
+	if write == nil {
+		write = writeExclusive
+	}
+	if err := write(path, data); err != nil {
+		return differs("could not be written", err)
+	}
+	back, err = LoadContract(path)
+	if err != nil {
+		return differs("does not read back as the checked catalogue", err)
+	}
+	if eq, where := c.Equal(back); !eq {
+		return differs("reads back as a different catalogue (at "+orRoot(where)+")", nil)
+	}
+	return nil
+}
+
+func orRoot(where string) string {
+	if where == "" {
+		return "the document root"
+	}
+	return where
+}
+
+// writeExclusive creates path (never overwriting) and writes data to it.
+func writeExclusive(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	return errors.Join(werr, f.Close())
+}

@@ -1,0 +1,71 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// Config is the mcp-serve verb's command line.
+type Config struct {
+	Catalogue       string
+	Workspace       string
+	Writable        bool
+	AllowPrograms   []string
+	HTTP            string // loopback HOST:PORT; "" serves stdio
+	DecisionsSocket string // "" decides standalone: allow and record on stderr
+	Version         string
+}
+
+// Serve runs the mcp-serve verb: checks (every refusal before anything is
+// served), then stdio until the input ends, or HTTP until ctx is done. With
+// --http it first prints one JSON line on stdout naming the URL.
+func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	opts := Options{Workspace: cfg.Workspace, Writable: cfg.Writable, AllowPrograms: cfg.AllowPrograms, Version: cfg.Version}
+	if cfg.Catalogue != "" {
+		if err := RefuseAllowPrograms(cfg.Catalogue, cfg.AllowPrograms); err != nil {
+			return err
+		}
+		c, err := LoadContract(cfg.Catalogue)
+		if err != nil {
+			return err
+		}
+		opts.Contract = c
+	}
+	if cfg.DecisionsSocket != "" {
+		st, err := os.Stat(cfg.DecisionsSocket)
+		if err != nil || st.Mode()&os.ModeSocket == 0 {
+			return exit.Refuse("decisions-socket-unusable", "--decisions-socket %s (or $%s) is not a listening unix socket; start the answering side first, or leave it unset to decide standalone", cfg.DecisionsSocket, EnvDecisionsSocket)
+		}
+		opts.Decider = DialDecider(cfg.DecisionsSocket)
+	} else {
+		opts.Decider = RecordingDecider(stderr)
+	}
+	var ln net.Listener
+	if cfg.HTTP != "" {
+		l, err := ListenLoopback(cfg.HTTP)
+		if err != nil {
+			return err
+		}
+		ln = l
+		defer ln.Close()
+	}
+	s, err := NewServer(opts)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if ln == nil {
+		return s.ServeStdio(ctx, stdin, stdout, stderr)
+	}
+	line, _ := json.Marshal(map[string]string{"url": "http://" + ln.Addr().String() + "/mcp"})
+	if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		return err
+	}
+	return s.ServeHTTP(ctx, ln, stderr)
+}
