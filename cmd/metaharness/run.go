@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -141,7 +143,7 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 		}
 		return exit.Refused, notBuilt("run "+spec.Kind, "the "+spec.Kind+" adapter's run loop (launcher/"+spec.Kind+")")
 	}
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
 	}
@@ -150,4 +152,15 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 	return launcher.Run(ctx, spec, claude.Adapter{}, launcher.IO{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
 	})
+}
+
+// selfPath is the program the child starts as its hook and catalogue
+// server: this one, by the name it was started under (so a link keeps its
+// name), made absolute.
+func selfPath() (string, error) {
+	p, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		return os.Executable()
+	}
+	return filepath.Abs(p)
 }

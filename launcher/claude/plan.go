@@ -64,6 +64,8 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		// nothing the child starts may leave loopback.
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+		"DISABLE_TELEMETRY":                        "1",
 	}
 	for _, k := range callerKeys {
 		if v, ok := w.Env[k]; ok {
