@@ -51,7 +51,25 @@ func Run(ctx context.Context, spec *Spec, a Adapter, rio IO) (exit.Code, error) 
 	}
 	r := &run{spec: spec, a: a, io: rio, caps: a.Capabilities()}
 	defer r.cleanup()
-	return r.start(ctx)
+	code, err := r.start(ctx)
+	r.endStream()
+	return code, err
+}
+
+// endStream closes a stream that a refusal cut short. Once a line was
+// written every path ends with stream.closed, so the record stays complete;
+// a refusal before any line leaves no stream and no --events file at all.
+func (r *run) endStream() {
+	if r.events == nil || r.events.Closed() {
+		return
+	}
+	if r.events.Lines() > 0 {
+		_ = r.events.Close(record.ReasonError, nil)
+		return
+	}
+	if r.spec.Events != "" {
+		_ = os.Remove(r.spec.Events)
+	}
 }
 
 type run struct {
@@ -96,9 +114,6 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if err := CheckSpec(s); err != nil {
 		return exit.Refused, err
 	}
-	if err := r.openEvents(); err != nil {
-		return exit.Refused, err
-	}
 	mode := frame.Mode(s.Decisions)
 	if s.Frame != "" {
 		if r.frame, err = frame.LoadForRun(s.Frame); err != nil {
@@ -106,6 +121,9 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		}
 	}
 	if err := frame.CheckMode(mode, r.frame); err != nil {
+		return exit.Refused, err
+	}
+	if err := r.openEvents(); err != nil {
 		return exit.Refused, err
 	}
 	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
@@ -139,14 +157,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 
 func (r *run) pairing() attest.Pairing {
 	s := r.spec
-	p := attest.Pairing{Audit: s.AuditOwed(), Args: s.AuditorArgs, WritableTree: s.Cwd, PATH: r.io.Env["PATH"]}
-	if s.Auditor != "" {
-		p.Auditor = &s.Auditor
-	}
-	if s.AuditSpec != "" {
-		p.Spec = &s.AuditSpec
-	}
-	return p
+	return attest.Pairing{Audit: s.AuditOwed(), Auditor: s.Auditor, Spec: s.AuditSpec, Args: s.AuditorArgs, WritableTree: s.Cwd, PATH: r.io.Env["PATH"]}
 }
 
 // openEvents creates the event stream: stdout unless --output final, plus

@@ -33,8 +33,10 @@ type Spec struct {
 	StrictVersion bool   `json:"strict_version,omitempty"`
 	RetainDir     string `json:"retain_dir,omitempty"`
 
-	Auditor     string   `json:"auditor,omitempty"`
-	AuditSpec   string   `json:"spec,omitempty"`
+	// Auditor and AuditSpec are nil when the flag was not given, and may be
+	// given empty (which the pairing checks refuse by name).
+	Auditor     *string  `json:"auditor,omitempty"`
+	AuditSpec   *string  `json:"spec,omitempty"`
 	AuditorArgs []string `json:"auditor_args,omitempty"`
 
 	Output          string `json:"output,omitempty"` // events | final

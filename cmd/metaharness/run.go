@@ -45,8 +45,8 @@ type runCmd struct {
 
 	StrictVersion bool     `help:"Refuse before the spawn when the vendor binary is off the pin."`
 	RetainDir     string   `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
-	Auditor       string   `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
-	Spec          string   `help:"The document the auditor checks the transcript against." type:"path"`
+	Auditor       *string  `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
+	Spec          *string  `help:"The document the auditor checks the transcript against."`
 	Output        string   `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
 	Events        string   `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string   `help:"Write the session's attestation (JSON) to this file." type:"path"`

@@ -56,9 +56,9 @@ func (o *operator) write(name, content string) string {
 func (o *operator) sealFrame(ops ...string) string {
 	doc := frame.Document{
 		Workflow: frame.Workflow{ID: "demo", Version: "1"}, Node: frame.NodeRef{ID: "read"},
-		Step:    record.StepRef{Workflow: "demo", State: "read", Index: 1, Attempt: 1},
-		Prior:   []frame.Fact{}, Obligations: []frame.Requirement{}, Reaching: []frame.Requirement{},
-		Next:    []frame.NodeRef{}, Handoff: frame.Handoff{Handoff: "none"}, Subjects: frame.SubjectScope{},
+		Step:  record.StepRef{Workflow: "demo", State: "read", Index: 1, Attempt: 1},
+		Prior: []frame.Fact{}, Obligations: []frame.Requirement{}, Reaching: []frame.Requirement{},
+		Next: []frame.NodeRef{}, Handoff: frame.Handoff{Handoff: "none"}, Subjects: frame.SubjectScope{},
 	}
 	for _, op := range ops {
 		doc.Operations = append(doc.Operations, frame.Operation{Op: op})

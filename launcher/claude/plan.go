@@ -193,7 +193,9 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		Kind: "claude", Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, &a)
-	if spec.Credentials == "loopback" {
+	if spec.Credentials != "loopback" {
+		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: "h12", Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
+	} else {
 		imposed("h12", "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: "+allowed(spec.AllowEgress))
 	}
 	if spec.Decisions == "observe" {
