@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +97,11 @@ func (r *runResult) find(name string) []record.Event {
 // runMetaharness runs `metaharness run claude ARGS` as the operator, with
 // stdin fed by answer (nil: nothing), and reads its event stream.
 func (o *operator) run(answer func(ev *record.EventLine, stdin func(string)), args ...string) *runResult {
+	return o.runWatched(nil, answer, args...)
+}
+
+// runWatched is run with started called with the metaharness process id.
+func (o *operator) runWatched(started func(pid int), answer func(ev *record.EventLine, stdin func(string)), args ...string) *runResult {
 	o.t.Helper()
 	bin, err := exec.LookPath("metaharness")
 	if err != nil {
@@ -111,6 +117,9 @@ func (o *operator) run(answer func(ev *record.EventLine, stdin func(string)), ar
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		o.t.Fatal(err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
 	}
 	res := &runResult{}
 	var raw bytes.Buffer
@@ -148,6 +157,15 @@ entries:
       required: [path]
     renderings:
       mcp: read_file
+  - name: net.fetch
+    summary: Fetch a URL (no performer in this build).
+    input:
+      type: object
+      properties:
+        url: {type: string}
+      required: [url]
+    renderings:
+      mcp: fetch_url
   - name: fs.write
     summary: Write a text file in the workspace.
     input:
@@ -160,11 +178,14 @@ entries:
 
 // TestRunClaudeCatalogueUnderAFrame: (a) a catalogue tool the frame admits
 // runs and its result reaches the model; (b) a tool outside the frame is
-// denied as UNCOVERED_TOOL / by the frame and the model is told why; (d)
-// through loopback, the scripted server saw only the real test token.
+// denied, an entry with no operation as UNCOVERED_TOOL, and the model is
+// told why; (d) through loopback, the scripted server saw only the real
+// test token, and the child (its /proc environ and cmdline, every file in
+// its scratch tree) never held it.
 func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	token := randomToken("sk-ant-test-REAL-")
 	o := newOperator(t, token)
+	watch := &secretWatch{t: t, token: token, pid: make(chan int, 1)}
 	o.write("hello.txt", "hello from the operator's tree\n")
 	cat := filepath.Join(o.home, "tools.yaml")
 	if err := os.WriteFile(cat, []byte(readCatalogue), 0o644); err != nil {
@@ -173,11 +194,12 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fs_write", Input: json.RawMessage(`{"path":"out.txt","text":"x"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fetch_url", Input: json.RawMessage(`{"url":"https://example.com"}`)}},
 		{Text: "DONE"},
-	}})
+	}}, scripted.OnRequest(watch.look))
 	defer up.Close()
 
-	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+	res := o.runWatched(watch.started, nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "--audit",
 		"-p", "read hello.txt")
 	if res.code != 0 {
@@ -196,11 +218,190 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	if len(results) < 2 || !strings.Contains(results[0], "hello from the operator's tree") {
 		t.Errorf("the read's result did not reach the model: %q", results)
 	}
-	if len(results) < 2 || !strings.Contains(results[1], "denied") {
+	if len(results) < 3 || !strings.Contains(results[1], "denied") {
 		t.Errorf("the write's denial did not reach the model: %q", results)
+	}
+	if len(results) < 3 || !strings.Contains(results[2], "no operation") {
+		t.Errorf("the uncovered tool's denial did not reach the model: %q", results)
+	}
+	var uncovered bool
+	for _, ev := range res.find("warning") {
+		uncovered = uncovered || ev.(*record.Warning).Code == "UNCOVERED_TOOL"
+	}
+	if !uncovered {
+		t.Error("no UNCOVERED_TOOL warning in the stream")
+	}
+	census := res.find("session.ended")[0].(*record.SessionEnded).Census
+	if census == nil || census.Allowed != 1 || census.Denied != 2 {
+		t.Errorf("census %+v, want 1 allowed and 2 denied", census)
+	}
+	watch.check()
+	if bytes.Contains(res.stdout, []byte(token)) || bytes.Contains(res.stderr, []byte(token)) {
+		t.Error("the real token reached metaharness's output")
 	}
 	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
 		t.Error("the denied write happened")
 	}
 	t.Logf("events:\n%s", res.stdout)
+}
+
+// secretWatch looks at the run while the scripted model answers (so the
+// child certainly runs): no process below metaharness, and no file in the
+// child's scratch tree, holds the real token; the vendor holds a placeholder.
+type secretWatch struct {
+	t     *testing.T
+	token string
+	pid   chan int
+	mu    sync.Mutex
+	looks int
+	errs  []string
+}
+
+func (w *secretWatch) started(pid int) { w.pid <- pid }
+
+func (w *secretWatch) look(scripted.Request) {
+	var pid int
+	select {
+	case pid = <-w.pid:
+		w.pid <- pid
+	case <-time.After(time.Minute):
+		return
+	}
+	procs, err := vendortest.Tree(pid)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.errs = append(w.errs, err.Error())
+		return
+	}
+	w.looks++
+	var scratch string
+	var placeholder bool
+	for _, p := range procs[1:] { // procs[0] is metaharness, which holds the token by design
+		for _, where := range vendortest.Holds([]vendortest.Proc{p}, w.token) {
+			w.errs = append(w.errs, "the token is in the child: "+where+" "+strings.Join(p.Cmdline, " "))
+		}
+		for _, kv := range p.Environ {
+			if v, ok := strings.CutPrefix(kv, "ANTHROPIC_AUTH_TOKEN="); ok && v != "" {
+				placeholder = true
+			}
+			if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+				scratch = filepath.Dir(v)
+			}
+		}
+	}
+	if !placeholder || scratch == "" {
+		w.errs = append(w.errs, "no child process held the placeholder and the scratch config home")
+		return
+	}
+	err = filepath.WalkDir(scratch, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(w.token)) {
+			w.errs = append(w.errs, "the token is in the scratch file "+path)
+		}
+		return nil
+	})
+	if err != nil {
+		w.errs = append(w.errs, err.Error())
+	}
+}
+
+func (w *secretWatch) check() {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.looks == 0 {
+		w.t.Error("the child was never looked at")
+	}
+	for _, e := range w.errs {
+		w.t.Error(e)
+	}
+}
+
+// TestRunClaudeAskModeNativeTools: (c) in ask mode the embedder, writing
+// commands on stdin, denies one native call (Bash) and allows another
+// (Read); both travel through the PreToolUse hook seam. The --context file
+// reaches the model in the system prompt, the channel session.started names.
+func TestRunClaudeAskModeNativeTools(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	notes := o.write("notes.md", "the release is on Friday\n")
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", o.tree}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", "notes.md")
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"touch pwned"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(notes) + `}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+
+	decided := map[string]string{}
+	res := o.run(func(ev *record.EventLine, stdin func(string)) {
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
+			t.Errorf("deadline %v, want 55000 ms (the hook's 60 s less 5 s)", req.DeadlineMS)
+		}
+		decision := `{"decision":"allow"}`
+		if req.Name == "Bash" {
+			decision = `{"decision":"deny","reason":"no shell in this step"}`
+		}
+		decided[req.Name] = decision
+		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + decision + `}`)
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "-p", "look around")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	if len(decided) != 2 {
+		t.Fatalf("the embedder was asked about %v, want Bash and Read", decided)
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
+		t.Error("the denied Bash call ran")
+	}
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "no shell in this step") || !strings.Contains(results[1], "the release is on Friday") {
+		t.Errorf("tool results the model saw: %q", results)
+	}
+	for _, ev := range res.find("command.result") {
+		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
+			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
+		}
+	}
+	var decidedBy []string
+	for _, ev := range res.find("tool.decided") {
+		d := ev.(*record.ToolDecided)
+		decidedBy = append(decidedBy, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
+	}
+	if strings.Join(decidedBy, " ") != "embedder/hook/deny embedder/hook/allow" {
+		t.Errorf("decisions %v", decidedBy)
+	}
+	started := res.find("session.started")[0].(*record.SessionStarted)
+	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "append-system-prompt" || started.ContextFiles[0].Path != "notes.md" {
+		t.Errorf("context_files %+v", started.ContextFiles)
+	}
+	first := up.Requests()[0]
+	if !bytes.Contains(first.Body, []byte("the release is on Friday")) || !bytes.Contains(first.Body, []byte(`context-file-1 path=\"notes.md\"`)) {
+		t.Error("the context file did not reach the model's system prompt")
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
