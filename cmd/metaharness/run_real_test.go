@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -404,4 +405,119 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// askAndStop starts an ask-mode run whose model calls Bash, and when the
+// call waits for the embedder, calls stop with metaharness's pid and the
+// vendor's; it returns the run and how long metaharness took to exit after
+// stop.
+func askAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"sleep 1"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	pids := make(chan int, 1)
+	var stoppedAt time.Time
+	var scratch string
+	res := o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
+		if s, ok := ev.Event.(*record.SessionStarted); ok {
+			scratch = filepath.Dir(s.Transcript.Path)
+		}
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		mh := <-pids
+		procs, err := vendortest.Tree(mh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vendor := 0
+		for _, p := range procs {
+			if len(p.Cmdline) > 0 && filepath.Base(p.Cmdline[0]) == "claude" {
+				vendor = p.PID
+			}
+		}
+		if vendor == 0 {
+			t.Fatalf("no claude process below metaharness (%d processes)", len(procs))
+		}
+		stoppedAt = time.Now()
+		stop(mh, vendor)
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask", "-p", "wait")
+	if stoppedAt.IsZero() {
+		t.Fatal("the run never waited for a decision")
+	}
+	return res, time.Since(stoppedAt), scratch
+}
+
+// lastIsStreamClosed checks the stream ends with stream.closed and returns it.
+func lastIsStreamClosed(t *testing.T, res *runResult) *record.StreamClosed {
+	t.Helper()
+	if len(res.events) == 0 {
+		t.Fatal("no events")
+	}
+	sc, ok := res.events[len(res.events)-1].Event.(*record.StreamClosed)
+	if !ok {
+		t.Fatalf("the last line is %s, not stream.closed", res.events[len(res.events)-1].Name())
+	}
+	if c := record.CheckCompleteness(res.events); c.State != record.Complete {
+		t.Errorf("stream %s", c.Line())
+	}
+	return sc
+}
+
+// TestRunClaudeSIGTERM: SIGTERM to metaharness mid-run ends the child's
+// whole process group, writes stream.closed, removes the scratch tree and
+// exits within 4 s. The pending call is abandoned (denied, nothing ran).
+func TestRunClaudeSIGTERM(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			var vendorPID int
+			res, took, scratch := askAndStop(t, func(mh, vendor int) {
+				vendorPID = vendor
+				_ = syscall.Kill(mh, sig)
+			})
+			if took > 4*time.Second {
+				t.Errorf("metaharness took %v to exit after %v, want within 4s", took, sig)
+			}
+			sc := lastIsStreamClosed(t, res)
+			// Claude Code catches SIGTERM and exits on its own, so the child may
+			// end exited or signaled; either way the runner saw it end.
+			if sc.Reason != record.ReasonError || sc.Process == nil || sc.Process.Kind == "unknown" {
+				t.Errorf("stream.closed %+v (process %+v), want reason error and the child's end", sc, sc.Process)
+			}
+			if res.code != 3 {
+				t.Errorf("exit %d, want 3: the child died with no terminal record", res.code)
+			}
+			if err := syscall.Kill(vendorPID, 0); err == nil {
+				t.Errorf("the vendor process %d outlived the run", vendorPID)
+			}
+			if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+				t.Errorf("the scratch tree %s was not removed (%v)", scratch, err)
+			}
+			var abandoned bool
+			for _, ev := range res.find("warning") {
+				abandoned = abandoned || ev.(*record.Warning).Code == "PENDING_CALL_ABANDONED"
+			}
+			if !abandoned {
+				t.Error("the pending call was not abandoned")
+			}
+		})
+	}
+}
+
+// TestRunClaudeChildKilled: SIGKILL of the vendor mid-run still closes the
+// stream, with the signal in stream.closed.process and exit 3.
+func TestRunClaudeChildKilled(t *testing.T) {
+	res, _, _ := askAndStop(t, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
+	sc := lastIsStreamClosed(t, res)
+	if sc.Process == nil || sc.Process.Kind != "signaled" || sc.Process.Signal == nil || *sc.Process.Signal != int(syscall.SIGKILL) {
+		t.Errorf("stream.closed.process %+v, want signaled 9", sc.Process)
+	}
+	if sc.Reason != record.ReasonError || res.code != 3 {
+		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
+	}
 }
