@@ -200,7 +200,9 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	}}, scripted.OnRequest(watch.look))
 	defer up.Close()
 
-	res := o.runWatched(watch.started, nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+	retain := t.TempDir()
+	defer captureC2(t, retain, "catalogue-under-a-frame")
+	res := o.runWatched(watch.started, nil, "--retain-dir", retain, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "--audit",
 		"-p", "read hello.txt")
 	if res.code != 0 {
@@ -345,6 +347,8 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	defer up.Close()
 
 	decided := map[string]string{}
+	retain := t.TempDir()
+	defer captureC2(t, retain, "ask-mode-native-tools")
 	res := o.run(func(ev *record.EventLine, stdin func(string)) {
 		req, ok := ev.Event.(*record.ToolRequested)
 		if !ok || !req.DecisionRequired {
@@ -360,7 +364,7 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 		decided[req.Name] = decision
 		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + decision + `}`)
 	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
-		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "-p", "look around")
+		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "--retain-dir", retain, "-p", "look around")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0", res.code)
 	}
@@ -519,5 +523,22 @@ func TestRunClaudeChildKilled(t *testing.T) {
 	}
 	if sc.Reason != record.ReasonError || res.code != 3 {
 		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
+	}
+}
+
+// captureC2 copies a run's retained transcript into the C2 vectors when
+// METAHARNESS_CAPTURE_C2 is set (then `go test ./conformance -run TestC2
+// -update` writes the expected streams): real Claude Code output, captured
+// against the scripted server, replayed byte for byte ever after.
+func captureC2(t *testing.T, retain, name string) {
+	if os.Getenv("METAHARNESS_CAPTURE_C2") == "" || t.Failed() {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(retain, "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "conformance", "testdata", "c2", "claude", name+".in.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 // FuzzReader: no vendor line makes the reader panic, every non-blank line
 // yields at least one event (nothing is dropped), and every event encodes.
 func FuzzReader(f *testing.F) {
-	if b, err := os.ReadFile("../../conformance/testdata/c2/claude/read-a-file.in.jsonl"); err == nil {
+	if b, err := os.ReadFile("../../conformance/testdata/c2/claude/catalogue-under-a-frame.in.jsonl"); err == nil {
 		for _, l := range bytes.Split(b, []byte("\n")) {
 			f.Add(l)
 		}
