@@ -542,3 +542,34 @@ func captureC2(t *testing.T, retain, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunClaudeObserveMode: observe allows every call through the hook
+// seam and names the mode that did; the attestation states the grant.
+func TestRunClaudeObserveMode(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"echo observed > seen.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "observe", "--cwd", o.tree, "-p", "go")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	decided := res.find("tool.decided")
+	if len(decided) != 1 {
+		t.Fatalf("%d decisions, want 1", len(decided))
+	}
+	if d := decided[0].(*record.ToolDecided); d.DecidedBy != "observe" || d.Decision.Decision != record.Allow || d.Seam != "hook" {
+		t.Errorf("decision %+v, want allow by observe at the hook", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(o.tree, "seen.txt")); err != nil || string(b) != "observed\n" {
+		t.Errorf("the observed call did not run: %q %v", b, err)
+	}
+	h := res.find("session.started")[0].(*record.SessionStarted).Hermetic
+	if h.Decisions != "observe" || !strings.Contains(strings.Join(h.AmbientInputs, "\n"), "observe mode") {
+		t.Errorf("attestation %+v does not state the observe grant", h)
+	}
+}
