@@ -82,3 +82,14 @@ type Row struct {
 
 // Gates reports whether the row moves an audited run's exit code.
 func (r Row) Gates() bool { return r.Severity == Gating && r.Verdict != OK }
+
+// RowOrder is a row id's place in report order, for sorting attestation
+// lists; an unknown id sorts last.
+func RowOrder(id string) int {
+	for i, r := range Rows {
+		if r.ID == id {
+			return i
+		}
+	}
+	return len(Rows)
+}

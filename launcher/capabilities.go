@@ -27,7 +27,7 @@ const (
 
 // Capabilities is a kind's descriptor, printed by `capabilities <KIND>`.
 type Capabilities struct {
-	Adapter        Adapter                   `json:"adapter"`
+	Adapter        AdapterName               `json:"adapter"`
 	VersionsPinned []string                  `json:"versions_pinned"`
 	Tiers          Tiers                     `json:"tiers"`
 	Commands       map[string]CommandSupport `json:"commands"`
@@ -42,8 +42,8 @@ type Capabilities struct {
 	CatalogueRendering *string `json:"catalogue_rendering"`
 }
 
-// Adapter names the kind and its class (harness or direct_provider).
-type Adapter struct {
+// AdapterName names the kind and its class (harness or direct_provider).
+type AdapterName struct {
 	ID    string `json:"id"`
 	Class string `json:"class"`
 }

@@ -31,6 +31,8 @@ type cli struct {
 	Doctor       doctorCmd       `cmd:"" help:"Check the vendor binary, its version and the launch's flags. No model, network or credential."`
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
 	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message)."`
+
+	InternalHook hookCmd `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
 }
 
 // env is what a verb may touch: its streams, its environment and the
@@ -41,6 +43,17 @@ type env struct {
 	stderr io.Writer
 	getenv func(string) string
 	log    *zap.Logger
+}
+
+// environ is the caller's environment as a map, for the launcher's World.
+func (e *env) environ() map[string]string {
+	m := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // verb is implemented by every command struct.

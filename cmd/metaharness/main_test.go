@@ -1,7 +1,10 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -18,6 +21,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode},
 		Setup: func(env *testscript.Env) error {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")
@@ -25,4 +29,28 @@ func TestScripts(t *testing.T) {
 			return os.MkdirAll(env.WorkDir+"/home", 0o755)
 		},
 	})
+}
+
+// exitcode N CMD ARGS… runs CMD like exec and fails unless it exits with
+// exactly N: `! exec` accepts any non-zero status, and 1, 2 and 3 mean
+// different things here.
+func exitcode(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exitcode N command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exitcode: %q is not a number", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("exitcode: %v", err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
 }

@@ -1,11 +1,166 @@
 package main
 
-import "github.com/metaharness/metaharness/exit"
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
 
+	"github.com/alecthomas/kong"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/claude"
+)
+
+// runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
 type runCmd struct {
-	Args []string `arg:"" optional:"" passthrough:"" help:"KIND and the run's flags."`
+	Kind     string       `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
+	Hermetic hermeticFlag `default:"off" help:"Impose the hermetic controls (bare: on); strict also fails the run on any gating row that is not ok."`
+	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
+	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
+
+	Frame       string   `help:"A sealed metaharness.frame/1 document that decides each tool call." type:"path"`
+	Decisions   string   `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: the frame, the embedder on stdin (ask), or nobody (observe)."`
+	ToolSurface string   `enum:",native,owned" default:"" help:"native: the vendor's own tools; owned: only metaharness's server (the default with --catalogue)."`
+	Catalogue   string   `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
+	AllowProg   []string `name:"allow-program" help:"A program the owned surface's run entry may start (repeatable)."`
+
+	Credentials   string   `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
+	TokenEnv      string   `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
+	TokenFile     string   `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
+	AllowEgress   []string `help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
+	Model         string   `help:"The model name passed to the vendor."`
+	ModelEndpoint string   `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
+	Effort        string   `help:"The vendor's effort level."`
+	MaxTurns      int      `help:"Stop after this many turns (claude)."`
+	MaxBudgetUSD  string   `name:"max-budget-usd" help:"Stop at this spend (claude)."`
+
+	Cwd        string   `help:"Run the child in this tree (it may write there); trades the H7 and H11 rows." type:"path"`
+	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
+	Context    []string `help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
+
+	StrictVersion bool     `help:"Refuse before the spawn when the vendor binary is off the pin."`
+	RetainDir     string   `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
+	Auditor       *string  `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
+	Spec          *string  `help:"The document the auditor checks the transcript against."`
+	Output        string   `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
+	Events        string   `help:"Also write the event stream to this file." type:"path"`
+	Attestation   string   `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	PluginDir     []string `help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
+	AddDir        []string `hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
+
+	B10x b10xFlags `embed:"" group:"b10x only (refused on claude and codex)"`
+
+	Rest []string `arg:"" optional:"" passthrough:"" help:"After --: the task as the last argument (when -p is not given), and the auditor's pass-through arguments."`
+}
+
+// b10xFlags reach the beyond10x loop only; on claude and codex each is
+// refused by name, because a vendor arm's scope travels sealed in the frame.
+type b10xFlags struct {
+	Hooks                    string   `help:"b10x: the loop's hooks file."`
+	Driver                   string   `help:"b10x: a program staged read-only for the confined run."`
+	Substrate                string   `help:"b10x: the confinement substrate's socket."`
+	SubstrateEmbedded        bool     `help:"b10x: use the embedded confinement substrate."`
+	CgroupRoot               string   `help:"b10x: the cgroup root for confinement."`
+	Toolchain                string   `help:"b10x: the toolchain to expose."`
+	Prices                   string   `help:"b10x: a price table."`
+	WriteScope               []string `help:"b10x: GLOB=allowed|partial-only|denied (repeatable)."`
+	ScopeAnnounce            string   `help:"b10x: stated or silent."`
+	ProcessWriteSubtree      []string `help:"b10x: a directory confined processes may write (repeatable)."`
+	ModelWire                string   `help:"b10x: openai-responses or anthropic-messages."`
+	SubscriptionTokenFile    string   `help:"b10x: a subscription token file."`
+	SubscriptionTokenEnv     string   `help:"b10x: a subscription token variable."`
+	SubscriptionTokenPointer string   `help:"b10x: a JSON pointer into the token document."`
+	APIKeySecret             string   `name:"api-key-secret" help:"b10x: the OS secret store entry holding the key."`
+}
+
+// hermeticFlag is --hermetic with an optional value: bare means on.
+type hermeticFlag string
+
+func (*hermeticFlag) IsBool() bool { return true }
+
+func (h *hermeticFlag) Decode(ctx *kong.DecodeContext) error {
+	t := ctx.Scan.Peek()
+	if s, ok := t.Value.(string); ok && (t.Type == kong.FlagValueToken || t.IsValue()) {
+		switch s {
+		case "off", "on", "strict":
+			ctx.Scan.Pop()
+			*h = hermeticFlag(s)
+			return nil
+		}
+		if t.Type == kong.FlagValueToken {
+			return fmt.Errorf("--hermetic takes off, on or strict, not %q", s)
+		}
+	}
+	*h = "on"
+	return nil
+}
+
+// spec maps the flags onto the launcher's Spec. Trailing arguments after --
+// are the auditor's; without -p the last of them is the task, which is how
+// an embedder that appends the prompt to a fixed argv calls us.
+func (c *runCmd) spec() *launcher.Spec {
+	rest := c.Rest
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	prompt := c.Prompt
+	if prompt == "" && len(rest) > 0 {
+		prompt, rest = rest[len(rest)-1], rest[:len(rest)-1]
+	}
+	b := c.B10x
+	return &launcher.Spec{
+		Kind: c.Kind, Prompt: prompt, Hermetic: string(c.Hermetic), Audit: c.Audit,
+		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
+		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
+		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile,
+		AllowEgress: c.AllowEgress, Model: c.Model, ModelEndpoint: c.ModelEndpoint,
+		Effort: c.Effort, MaxTurns: c.MaxTurns, MaxBudgetUSD: c.MaxBudgetUSD,
+		Cwd: c.Cwd, ScratchCwd: c.ScratchCwd, Context: c.Context,
+		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
+		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: rest,
+		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
+		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
+		B10x: launcher.B10xSpec{
+			Hooks: b.Hooks, Driver: b.Driver, Substrate: b.Substrate, SubstrateEmbedded: b.SubstrateEmbedded,
+			CgroupRoot: b.CgroupRoot, Toolchain: b.Toolchain, Prices: b.Prices, WriteScope: b.WriteScope,
+			ScopeAnnounce: b.ScopeAnnounce, ProcessWriteSubtree: b.ProcessWriteSubtree, ModelWire: b.ModelWire,
+			SubscriptionTokenFile: b.SubscriptionTokenFile, SubscriptionTokenEnv: b.SubscriptionTokenEnv,
+			SubscriptionTokenPointer: b.SubscriptionTokenPointer, APIKeySecret: b.APIKeySecret,
+		},
+	}
 }
 
 func (c *runCmd) run(e *env) (exit.Code, error) {
-	return exit.Refused, notBuilt("run", "the launcher and the claude adapter (launcher, launcher/claude)")
+	spec := c.spec()
+	if spec.Kind != "claude" {
+		if err := launcher.CheckSpec(spec); err != nil {
+			return exit.Refused, err
+		}
+		return exit.Refused, notBuilt("run "+spec.Kind, "the "+spec.Kind+" adapter's run loop (launcher/"+spec.Kind+")")
+	}
+	self, err := selfPath()
+	if err != nil {
+		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return launcher.Run(ctx, spec, claude.Adapter{}, launcher.IO{
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
+	})
+}
+
+// selfPath is the program the child starts as its hook and catalogue
+// server: this one, by the name it was started under (so a link keeps its
+// name), made absolute.
+func selfPath() (string, error) {
+	p, err := exec.LookPath(os.Args[0])
+	if err != nil {
+		return os.Executable()
+	}
+	return filepath.Abs(p)
 }

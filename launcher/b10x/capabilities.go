@@ -15,7 +15,7 @@ const Pin = "0.13.3"
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
-		Adapter:        launcher.Adapter{ID: "b10x", Class: "direct_provider"},
+		Adapter:        launcher.AdapterName{ID: "b10x", Class: "direct_provider"},
 		VersionsPinned: []string{Pin},
 		Tiers: launcher.Tiers{
 			Registration: launcher.Unverified, Call: launcher.Unverified,

@@ -15,7 +15,7 @@ const Pin = "2.1.328"
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
-		Adapter:        launcher.Adapter{ID: "claude", Class: "harness"},
+		Adapter:        launcher.AdapterName{ID: "claude", Class: "harness"},
 		VersionsPinned: []string{Pin},
 		Tiers: launcher.Tiers{
 			Registration: launcher.Delivered, Call: launcher.Delivered,

@@ -16,7 +16,7 @@ const Pin = "0.169.0"
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
-		Adapter:        launcher.Adapter{ID: "codex", Class: "harness"},
+		Adapter:        launcher.AdapterName{ID: "codex", Class: "harness"},
 		VersionsPinned: []string{Pin},
 		Tiers: launcher.Tiers{
 			Registration: launcher.Unverified, Call: launcher.Unverified,

@@ -1,0 +1,575 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/record"
+)
+
+// operator is a caller's world for a real run: a HOME whose ~/.local/bin
+// holds the pinned vendor binary (the child's PATH is built from it), a
+// working tree, and the environment metaharness is started with.
+type operator struct {
+	t    *testing.T
+	home string
+	tree string
+	env  []string
+}
+
+func newOperator(t *testing.T, token string) *operator {
+	claude := vendortest.Binary(t, "claude")
+	root := t.TempDir()
+	o := &operator{t: t, home: filepath.Join(root, "operator"), tree: filepath.Join(root, "tree")}
+	for _, d := range []string{filepath.Join(o.home, ".local", "bin"), o.tree} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(claude, filepath.Join(o.home, ".local", "bin", "claude")); err != nil {
+		t.Fatal(err)
+	}
+	o.env = []string{"HOME=" + o.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "MH_TEST_TOKEN=" + token}
+	return o
+}
+
+func (o *operator) write(name, content string) string {
+	p := filepath.Join(o.tree, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	return p
+}
+
+// sealFrame writes a sealed frame admitting ops.
+func (o *operator) sealFrame(ops ...string) string {
+	doc := frame.Document{
+		Workflow: frame.Workflow{ID: "demo", Version: "1"}, Node: frame.NodeRef{ID: "read"},
+		Step:  record.StepRef{Workflow: "demo", State: "read", Index: 1, Attempt: 1},
+		Prior: []frame.Fact{}, Obligations: []frame.Requirement{}, Reaching: []frame.Requirement{},
+		Next: []frame.NodeRef{}, Handoff: frame.Handoff{Handoff: "none"}, Subjects: frame.SubjectScope{},
+	}
+	for _, op := range ops {
+		doc.Operations = append(doc.Operations, frame.Operation{Op: op})
+	}
+	f, err := frame.Seal(doc)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	b := f.Encode()
+	p := filepath.Join(o.home, "frame.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	return p
+}
+
+// runResult is one `metaharness run` as a process saw it.
+type runResult struct {
+	code   int
+	events []*record.EventLine
+	stdout []byte
+	stderr []byte
+}
+
+func (r *runResult) find(name string) []record.Event {
+	var out []record.Event
+	for _, l := range r.events {
+		if l.Name() == name {
+			out = append(out, l.Event)
+		}
+	}
+	return out
+}
+
+// runMetaharness runs `metaharness run claude ARGS` as the operator, with
+// stdin fed by answer (nil: nothing), and reads its event stream.
+func (o *operator) run(answer func(ev *record.EventLine, stdin func(string)), args ...string) *runResult {
+	return o.runWatched(nil, answer, args...)
+}
+
+// runWatched is run with started called with the metaharness process id.
+func (o *operator) runWatched(started func(pid int), answer func(ev *record.EventLine, stdin func(string)), args ...string) *runResult {
+	o.t.Helper()
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"run", "claude"}, args...)...)
+	cmd.Env = o.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		o.t.Fatal(err)
+	}
+	if started != nil {
+		started(cmd.Process.Pid)
+	}
+	res := &runResult{}
+	var raw bytes.Buffer
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		raw.Write(sc.Bytes())
+		raw.WriteByte('\n')
+		ev, err := record.ParseEvent(sc.Bytes())
+		if err != nil {
+			continue // --output final prints the answer, not events
+		}
+		res.events = append(res.events, ev)
+		if answer != nil {
+			answer(ev, func(line string) { _, _ = in.Write([]byte(line + "\n")) })
+		}
+	}
+	_ = in.Close()
+	err = cmd.Wait()
+	res.code = cmd.ProcessState.ExitCode()
+	res.stdout, res.stderr = raw.Bytes(), stderr.Bytes()
+	o.t.Logf("metaharness run: exit %d (%v)\nstderr:\n%s", res.code, err, res.stderr)
+	return res
+}
+
+const readCatalogue = `format: metaharness.tool-contract/1
+entries:
+  - name: fs.read
+    summary: Read a text file in the workspace.
+    input:
+      type: object
+      properties:
+        path: {type: string}
+        max_bytes: {type: integer}
+      required: [path]
+    renderings:
+      mcp: read_file
+  - name: net.fetch
+    summary: Fetch a URL (no performer in this build).
+    input:
+      type: object
+      properties:
+        url: {type: string}
+      required: [url]
+    renderings:
+      mcp: fetch_url
+  - name: fs.write
+    summary: Write a text file in the workspace.
+    input:
+      type: object
+      properties:
+        path: {type: string}
+        text: {type: string}
+      required: [path, text]
+`
+
+// TestRunClaudeCatalogueUnderAFrame: (a) a catalogue tool the frame admits
+// runs and its result reaches the model; (b) a tool outside the frame is
+// denied, an entry with no operation as UNCOVERED_TOOL, and the model is
+// told why; (d) through loopback, the scripted server saw only the real
+// test token, and the child (its /proc environ and cmdline, every file in
+// its scratch tree) never held it.
+func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	watch := &secretWatch{t: t, token: token, pid: make(chan int, 1)}
+	o.write("hello.txt", "hello from the operator's tree\n")
+	cat := filepath.Join(o.home, "tools.yaml")
+	if err := os.WriteFile(cat, []byte(readCatalogue), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fs_write", Input: json.RawMessage(`{"path":"out.txt","text":"x"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fetch_url", Input: json.RawMessage(`{"url":"https://example.com"}`)}},
+		{Text: "DONE"},
+	}}, scripted.OnRequest(watch.look))
+	defer up.Close()
+
+	retain := t.TempDir()
+	defer captureC2(t, retain, "catalogue-under-a-frame")
+	res := o.runWatched(watch.started, nil, "--retain-dir", retain, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "--audit",
+		"-p", "read hello.txt")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	reqs := up.Requests()
+	var results []string
+	for _, r := range reqs {
+		if r.Credential() != token {
+			t.Errorf("request %d carried %q, not the real token", r.Seq, r.Credential())
+		}
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	if len(results) < 2 || !strings.Contains(results[0], "hello from the operator's tree") {
+		t.Errorf("the read's result did not reach the model: %q", results)
+	}
+	if len(results) < 3 || !strings.Contains(results[1], "denied") {
+		t.Errorf("the write's denial did not reach the model: %q", results)
+	}
+	if len(results) < 3 || !strings.Contains(results[2], "no operation") {
+		t.Errorf("the uncovered tool's denial did not reach the model: %q", results)
+	}
+	var uncovered bool
+	for _, ev := range res.find("warning") {
+		uncovered = uncovered || ev.(*record.Warning).Code == "UNCOVERED_TOOL"
+	}
+	if !uncovered {
+		t.Error("no UNCOVERED_TOOL warning in the stream")
+	}
+	census := res.find("session.ended")[0].(*record.SessionEnded).Census
+	if census == nil || census.Allowed != 1 || census.Denied != 2 {
+		t.Errorf("census %+v, want 1 allowed and 2 denied", census)
+	}
+	watch.check()
+	if bytes.Contains(res.stdout, []byte(token)) || bytes.Contains(res.stderr, []byte(token)) {
+		t.Error("the real token reached metaharness's output")
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
+		t.Error("the denied write happened")
+	}
+	t.Logf("events:\n%s", res.stdout)
+}
+
+// secretWatch looks at the run while the scripted model answers (so the
+// child certainly runs): no process below metaharness, and no file in the
+// child's scratch tree, holds the real token; the vendor holds a placeholder.
+type secretWatch struct {
+	t     *testing.T
+	token string
+	pid   chan int
+	mu    sync.Mutex
+	looks int
+	errs  []string
+}
+
+func (w *secretWatch) started(pid int) { w.pid <- pid }
+
+func (w *secretWatch) look(scripted.Request) {
+	var pid int
+	select {
+	case pid = <-w.pid:
+		w.pid <- pid
+	case <-time.After(time.Minute):
+		return
+	}
+	procs, err := vendortest.Tree(pid)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.errs = append(w.errs, err.Error())
+		return
+	}
+	w.looks++
+	var scratch string
+	var placeholder bool
+	for _, p := range procs[1:] { // procs[0] is metaharness, which holds the token by design
+		for _, where := range vendortest.Holds([]vendortest.Proc{p}, w.token) {
+			w.errs = append(w.errs, "the token is in the child: "+where+" "+strings.Join(p.Cmdline, " "))
+		}
+		for _, kv := range p.Environ {
+			if v, ok := strings.CutPrefix(kv, "ANTHROPIC_AUTH_TOKEN="); ok && v != "" {
+				placeholder = true
+			}
+			if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+				scratch = filepath.Dir(v)
+			}
+		}
+	}
+	if !placeholder || scratch == "" {
+		w.errs = append(w.errs, "no child process held the placeholder and the scratch config home")
+		return
+	}
+	err = filepath.WalkDir(scratch, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(w.token)) {
+			w.errs = append(w.errs, "the token is in the scratch file "+path)
+		}
+		return nil
+	})
+	if err != nil {
+		w.errs = append(w.errs, err.Error())
+	}
+}
+
+func (w *secretWatch) check() {
+	w.t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.looks == 0 {
+		w.t.Error("the child was never looked at")
+	}
+	for _, e := range w.errs {
+		w.t.Error(e)
+	}
+}
+
+// TestRunClaudeAskModeNativeTools: (c) in ask mode the embedder, writing
+// commands on stdin, denies one native call (Bash) and allows another
+// (Read); both travel through the PreToolUse hook seam. The --context file
+// reaches the model in the system prompt, the channel session.started names.
+func TestRunClaudeAskModeNativeTools(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	notes := o.write("notes.md", "the release is on Friday\n")
+	git := func(args ...string) {
+		cmd := exec.Command("git", append([]string{"-C", o.tree}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", "notes.md")
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"touch pwned"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(notes) + `}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+
+	decided := map[string]string{}
+	retain := t.TempDir()
+	defer captureC2(t, retain, "ask-mode-native-tools")
+	res := o.run(func(ev *record.EventLine, stdin func(string)) {
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
+			t.Errorf("deadline %v, want 55000 ms (the hook's 60 s less 5 s)", req.DeadlineMS)
+		}
+		decision := `{"decision":"allow"}`
+		if req.Name == "Bash" {
+			decision = `{"decision":"deny","reason":"no shell in this step"}`
+		}
+		decided[req.Name] = decision
+		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + decision + `}`)
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "--retain-dir", retain, "-p", "look around")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	if len(decided) != 2 {
+		t.Fatalf("the embedder was asked about %v, want Bash and Read", decided)
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
+		t.Error("the denied Bash call ran")
+	}
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "no shell in this step") || !strings.Contains(results[1], "the release is on Friday") {
+		t.Errorf("tool results the model saw: %q", results)
+	}
+	for _, ev := range res.find("command.result") {
+		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
+			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
+		}
+	}
+	var decidedBy []string
+	for _, ev := range res.find("tool.decided") {
+		d := ev.(*record.ToolDecided)
+		decidedBy = append(decidedBy, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
+	}
+	if strings.Join(decidedBy, " ") != "embedder/hook/deny embedder/hook/allow" {
+		t.Errorf("decisions %v", decidedBy)
+	}
+	started := res.find("session.started")[0].(*record.SessionStarted)
+	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "append-system-prompt" || started.ContextFiles[0].Path != "notes.md" {
+		t.Errorf("context_files %+v", started.ContextFiles)
+	}
+	first := up.Requests()[0]
+	if !bytes.Contains(first.Body, []byte("the release is on Friday")) || !bytes.Contains(first.Body, []byte(`context-file-1 path=\"notes.md\"`)) {
+		t.Error("the context file did not reach the model's system prompt")
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// askAndStop starts an ask-mode run whose model calls Bash, and when the
+// call waits for the embedder, calls stop with metaharness's pid and the
+// vendor's; it returns the run and how long metaharness took to exit after
+// stop.
+func askAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"sleep 1"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	pids := make(chan int, 1)
+	var stoppedAt time.Time
+	var scratch string
+	res := o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
+		if s, ok := ev.Event.(*record.SessionStarted); ok {
+			scratch = filepath.Dir(s.Transcript.Path)
+		}
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		mh := <-pids
+		procs, err := vendortest.Tree(mh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vendor := 0
+		for _, p := range procs {
+			if len(p.Cmdline) > 0 && filepath.Base(p.Cmdline[0]) == "claude" {
+				vendor = p.PID
+			}
+		}
+		if vendor == 0 {
+			t.Fatalf("no claude process below metaharness (%d processes)", len(procs))
+		}
+		stoppedAt = time.Now()
+		stop(mh, vendor)
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask", "-p", "wait")
+	if stoppedAt.IsZero() {
+		t.Fatal("the run never waited for a decision")
+	}
+	return res, time.Since(stoppedAt), scratch
+}
+
+// lastIsStreamClosed checks the stream ends with stream.closed and returns it.
+func lastIsStreamClosed(t *testing.T, res *runResult) *record.StreamClosed {
+	t.Helper()
+	if len(res.events) == 0 {
+		t.Fatal("no events")
+	}
+	sc, ok := res.events[len(res.events)-1].Event.(*record.StreamClosed)
+	if !ok {
+		t.Fatalf("the last line is %s, not stream.closed", res.events[len(res.events)-1].Name())
+	}
+	if c := record.CheckCompleteness(res.events); c.State != record.Complete {
+		t.Errorf("stream %s", c.Line())
+	}
+	return sc
+}
+
+// TestRunClaudeSIGTERM: SIGTERM to metaharness mid-run ends the child's
+// whole process group, writes stream.closed, removes the scratch tree and
+// exits within 4 s. The pending call is abandoned (denied, nothing ran).
+func TestRunClaudeSIGTERM(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			var vendorPID int
+			res, took, scratch := askAndStop(t, func(mh, vendor int) {
+				vendorPID = vendor
+				_ = syscall.Kill(mh, sig)
+			})
+			if took > 4*time.Second {
+				t.Errorf("metaharness took %v to exit after %v, want within 4s", took, sig)
+			}
+			sc := lastIsStreamClosed(t, res)
+			// Claude Code catches SIGTERM and exits on its own, so the child may
+			// end exited or signaled; either way the runner saw it end.
+			if sc.Reason != record.ReasonError || sc.Process == nil || sc.Process.Kind == "unknown" {
+				t.Errorf("stream.closed %+v (process %+v), want reason error and the child's end", sc, sc.Process)
+			}
+			if res.code != 3 {
+				t.Errorf("exit %d, want 3: the child died with no terminal record", res.code)
+			}
+			if err := syscall.Kill(vendorPID, 0); err == nil {
+				t.Errorf("the vendor process %d outlived the run", vendorPID)
+			}
+			if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+				t.Errorf("the scratch tree %s was not removed (%v)", scratch, err)
+			}
+			var abandoned bool
+			for _, ev := range res.find("warning") {
+				abandoned = abandoned || ev.(*record.Warning).Code == "PENDING_CALL_ABANDONED"
+			}
+			if !abandoned {
+				t.Error("the pending call was not abandoned")
+			}
+		})
+	}
+}
+
+// TestRunClaudeChildKilled: SIGKILL of the vendor mid-run still closes the
+// stream, with the signal in stream.closed.process and exit 3.
+func TestRunClaudeChildKilled(t *testing.T) {
+	res, _, _ := askAndStop(t, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
+	sc := lastIsStreamClosed(t, res)
+	if sc.Process == nil || sc.Process.Kind != "signaled" || sc.Process.Signal == nil || *sc.Process.Signal != int(syscall.SIGKILL) {
+		t.Errorf("stream.closed.process %+v, want signaled 9", sc.Process)
+	}
+	if sc.Reason != record.ReasonError || res.code != 3 {
+		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
+	}
+}
+
+// captureC2 copies a run's retained transcript into the C2 vectors when
+// METAHARNESS_CAPTURE_C2 is set (then `go test ./conformance -run TestC2
+// -update` writes the expected streams): real Claude Code output, captured
+// against the scripted server, replayed byte for byte ever after.
+func captureC2(t *testing.T, retain, name string) {
+	if os.Getenv("METAHARNESS_CAPTURE_C2") == "" || t.Failed() {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(retain, "transcript.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "conformance", "testdata", "c2", "claude", name+".in.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunClaudeObserveMode: observe allows every call through the hook
+// seam and names the mode that did; the attestation states the grant.
+func TestRunClaudeObserveMode(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"echo observed > seen.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "observe", "--cwd", o.tree, "-p", "go")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	decided := res.find("tool.decided")
+	if len(decided) != 1 {
+		t.Fatalf("%d decisions, want 1", len(decided))
+	}
+	if d := decided[0].(*record.ToolDecided); d.DecidedBy != "observe" || d.Decision.Decision != record.Allow || d.Seam != "hook" {
+		t.Errorf("decision %+v, want allow by observe at the hook", d)
+	}
+	if b, err := os.ReadFile(filepath.Join(o.tree, "seen.txt")); err != nil || string(b) != "observed\n" {
+		t.Errorf("the observed call did not run: %q %v", b, err)
+	}
+	h := res.find("session.started")[0].(*record.SessionStarted).Hermetic
+	if h.Decisions != "observe" || !strings.Contains(strings.Join(h.AmbientInputs, "\n"), "observe mode") {
+		t.Errorf("attestation %+v does not state the observe grant", h)
+	}
+}

@@ -1,0 +1,83 @@
+package conformance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/claude"
+)
+
+// C1Vector pins one launch plan: a spec and an observed world in, the plan
+// (or the refusal) out. Nothing is spawned: planning is pure.
+type C1Vector struct {
+	ID      string          `json:"id"`
+	Proves  string          `json:"proves"`
+	Spec    launcher.Spec   `json:"spec"`
+	World   json.RawMessage `json:"world"`
+	Plan    *launcher.Plan  `json:"plan,omitempty"`
+	Refusal *C1Refusal      `json:"refusal,omitempty"`
+}
+
+// C1Refusal is the refusal a vector expects instead of a plan.
+type C1Refusal struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+// PlanC1 computes what the vector's spec and world plan to today.
+func PlanC1(v *C1Vector) (*launcher.Plan, *C1Refusal, error) {
+	switch v.Spec.Kind {
+	case "claude":
+		var w launcher.World
+		if err := json.Unmarshal(v.World, &w); err != nil {
+			return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
+		}
+		p, err := claude.Plan(&v.Spec, &w)
+		var r *exit.Refusal
+		if errors.As(err, &r) {
+			return nil, &C1Refusal{Name: r.Name, Message: r.Message}, nil
+		}
+		return p, nil, err
+	}
+	return nil, nil, fmt.Errorf("%s: no C1 planner for kind %q", v.ID, v.Spec.Kind)
+}
+
+// LoadC1 reads one vector file.
+func LoadC1(path string) (*C1Vector, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v C1Vector
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &v, nil
+}
+
+// CheckC1 reports whether the vector's expectation still holds.
+func CheckC1(v *C1Vector) error {
+	plan, refusal, err := PlanC1(v)
+	if err != nil {
+		return err
+	}
+	got, _ := json.Marshal(struct {
+		P *launcher.Plan
+		R *C1Refusal
+	}{plan, refusal})
+	want, _ := json.Marshal(struct {
+		P *launcher.Plan
+		R *C1Refusal
+	}{v.Plan, v.Refusal})
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s: the plan moved:\nwant %s\n got %s", v.ID, want, got)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package conformance
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/record"
+)
+
+// ReplayC2 maps a recorded vendor transcript to the event stream the reader
+// makes of it, closed as the run loop would close it. Tool calls come out as
+// the reader presents them (no decision engine), so a replay pins the
+// reader alone, byte for byte.
+func ReplayC2(kind string, transcript []byte) ([]byte, error) {
+	if kind != "claude" {
+		return nil, fmt.Errorf("no C2 reader for kind %q", kind)
+	}
+	var out bytes.Buffer
+	w := record.NewWriter(&out, "c2")
+	var r claude.Reader
+	sc := bufio.NewScanner(bytes.NewReader(transcript))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		for _, it := range r.Read(sc.Bytes()) {
+			var err error
+			if it.At != "" {
+				err = w.EmitAt(it.At, it.Event)
+			} else {
+				err = w.Emit(it.Event)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if err := w.Close(claude.CloseReason(r.Terminal()), nil); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// CheckC2 replays dir/<case>.in.jsonl and compares it with
+// dir/<case>.expected.jsonl.
+func CheckC2(kind, inPath string) error {
+	in, err := os.ReadFile(inPath)
+	if err != nil {
+		return err
+	}
+	want, err := os.ReadFile(strings.TrimSuffix(inPath, ".in.jsonl") + ".expected.jsonl")
+	if err != nil {
+		return err
+	}
+	got, err := ReplayC2(kind, in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", inPath, err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%s: the replay moved:\n%s", inPath, firstDiff(want, got))
+	}
+	return nil
+}
+
+func firstDiff(want, got []byte) string {
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(string(got), "\n")
+	for i := 0; i < len(wl) || i < len(gl); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			return fmt.Sprintf("line %d\nwant %s\n got %s", i+1, w, g)
+		}
+	}
+	return "identical lines, different bytes"
+}

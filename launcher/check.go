@@ -1,0 +1,117 @@
+package launcher
+
+import (
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// CheckSpec refuses, before anything is started, every flag the kind cannot
+// honour and every combination that cannot mean what it says. The first
+// problem found is reported. It is pure: it reads only the spec.
+func CheckSpec(s *Spec) error {
+	if s.Kind != "b10x" {
+		if err := refuseB10xFlags(s); err != nil {
+			return err
+		}
+	}
+	if len(s.AddDirs) > 0 {
+		return exit.Refuse("add-dir-denied", "--add-dir %s: the child is never granted a directory beyond its own cwd; put what it needs under --cwd, or hand files over with --context", s.AddDirs[0])
+	}
+	if s.ScratchCwd && s.Cwd == "" {
+		return exit.Refuse("scratch-cwd-needs-cwd", "--scratch-cwd declares the --cwd directory the embedder's disposable copy, and no --cwd was given; add --cwd DIR or drop --scratch-cwd")
+	}
+	if len(s.PluginDirs) > 0 {
+		return exit.Refuse("not-built", "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
+	}
+	if s.Kind == "b10x" && s.ToolSurface == "owned" {
+		return exit.Refuse("tool-surface-unsupported", "--tool-surface owned on b10x: the loop publishes its own catalogue in-process and has no surface to replace; drop the flag")
+	}
+	if s.Catalogue != "" && s.ToolSurface == "native" {
+		return exit.Refuse("catalogue-needs-owned-surface", "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
+	}
+	if s.Kind == "b10x" && s.Decisions != "observe" {
+		return exit.Refuse("decisions-unsupported", "--decisions %s on b10x: metaharness observes the loop and decides nothing there; pass --decisions observe", s.Decisions)
+	}
+	if err := checkCredentials(s); err != nil {
+		return err
+	}
+	if s.Output == "final" && s.Events == "" {
+		return exit.Refuse("output-final-needs-events", "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE")
+	}
+	return nil
+}
+
+func checkCredentials(s *Spec) error {
+	loopback := s.Credentials == "loopback"
+	switch {
+	case s.TokenEnv != "" && s.TokenFile != "":
+		return exit.Refuse("token-source-conflict", "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
+	case !loopback && (s.TokenEnv != "" || s.TokenFile != ""):
+		return exit.Refuse("token-source-without-loopback", "--token-env and --token-file name the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop them", s.Credentials)
+	case !loopback && len(s.AllowEgress) > 0:
+		return exit.Refuse("allow-egress-needs-loopback", "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
+	}
+	if s.ModelEndpoint != "" {
+		if err := CheckDialURL("--model-endpoint", s.ModelEndpoint); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckDialURL refuses a URL metaharness or its child would dial unless it
+// is https, or http to a genuine loopback host (127.0.0.0/8, ::1,
+// localhost). Private-network addresses are not loopback.
+func CheckDialURL(flag, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return exit.Refuse("url-invalid", "%s %q is not an http(s) URL with a host; give a root URL such as https://api.anthropic.com", flag, raw)
+	}
+	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
+		return exit.Refuse("url-not-https", "%s %s: plain http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), and %s is not one; use https", flag, raw, u.Hostname())
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host is localhost or a loopback address.
+func IsLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// refuseB10xFlags names the first b10x-only flag given on claude or codex.
+func refuseB10xFlags(s *Spec) error {
+	b := s.B10x
+	for _, f := range []struct {
+		flag string
+		set  bool
+	}{
+		{"--prices", b.Prices != ""},
+		{"--substrate", b.Substrate != ""},
+		{"--substrate-embedded", b.SubstrateEmbedded},
+		{"--cgroup-root", b.CgroupRoot != ""},
+		{"--toolchain", b.Toolchain != ""},
+		{"--model-wire", b.ModelWire != ""},
+		{"--subscription-token-file", b.SubscriptionTokenFile != ""},
+		{"--subscription-token-env", b.SubscriptionTokenEnv != ""},
+		{"--subscription-token-pointer", b.SubscriptionTokenPointer != ""},
+		{"--api-key-secret", b.APIKeySecret != ""},
+		{"--write-scope", len(b.WriteScope) > 0},
+		{"--scope-announce silent", b.ScopeAnnounce == "silent"},
+		{"--process-write-subtree", len(b.ProcessWriteSubtree) > 0},
+		{"--hooks", b.Hooks != ""},
+		{"--driver", b.Driver != ""},
+	} {
+		if f.set {
+			return exit.Refuse("b10x-only-flag", "%s reaches the beyond10x loop only and cannot be honoured on %s: a vendor arm's scope and confinement travel sealed in the frame, and a flag would be a second, unsealed copy; drop %s",
+				f.flag, s.Kind, strings.Fields(f.flag)[0])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,239 @@
+package claude
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// HookTimeoutSeconds is the vendor's timeout for the PreToolUse hook. Our
+// own deadline for an unanswered call is five seconds shorter, so that a
+// late answer is always metaharness's refusal, never the vendor's guess.
+const HookTimeoutSeconds = 60
+
+// ContextChannel is how declared context files reach the model: appended to
+// the system prompt, which every request carries and the record shows. An
+// @path in the user turn is not used: Claude Code turns it into a file read
+// that no tool call, hook or record shows.
+const ContextChannel = "append-system-prompt"
+
+// callerKeys are copied from the caller's environment when present. HOME is
+// not among them: the child gets a scratch home.
+var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
+
+// Plan builds the claude launch for spec in world. It reads nothing else.
+func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+	if strings.TrimSpace(spec.Prompt) == "" {
+		return nil, exit.Refuse("no-prompt", "run claude needs a task: pass -p TEXT or put the task after -- as the last argument")
+	}
+	if spec.ModelEndpoint != "" && spec.Credentials != "none" && spec.Credentials != "loopback" {
+		return nil, exit.Refuse("endpoint-with-credential",
+			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
+			spec.Credentials, spec.ModelEndpoint)
+	}
+	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
+		return nil, exit.Refuse("memory-file-above-cwd",
+			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
+			strings.Join(w.MemoryAbove, ", "))
+	}
+
+	cwd := filepath.Join(w.Scratch, "work")
+	if spec.Cwd != "" {
+		cwd = spec.Cwd
+	}
+	home := filepath.Join(w.Scratch, "home")
+	configHome := filepath.Join(w.Scratch, "claude-home")
+	tmp := filepath.Join(w.Scratch, "tmp")
+	settingsPath := filepath.Join(w.Scratch, "claude-settings.json")
+	mcpPath := filepath.Join(w.Scratch, "mcp-config.json")
+
+	env := map[string]string{
+		"HOME":               home,
+		"PATH":               ChildPath(w.Env["HOME"]),
+		"TMPDIR":             tmp,
+		"CLAUDE_CODE_TMPDIR": tmp,
+		"CLAUDE_CONFIG_DIR":  configHome,
+		// No first-party telemetry, connectivity probe or update check:
+		// nothing the child starts may leave loopback.
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+		"DISABLE_AUTOUPDATER":                      "1",
+		"DISABLE_ERROR_REPORTING":                  "1",
+		"DISABLE_TELEMETRY":                        "1",
+	}
+	for _, k := range callerKeys {
+		if v, ok := w.Env[k]; ok {
+			env[k] = v
+		}
+	}
+	var credHow string
+	switch spec.Credentials {
+	case "api-key":
+		key, ok := w.Env["ANTHROPIC_API_KEY"]
+		if !ok || key == "" {
+			return nil, exit.Refuse("api-key-missing", "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+		}
+		env["ANTHROPIC_API_KEY"] = key
+		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
+	case "loopback":
+		if len(w.LoopbackEnv) == 0 {
+			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
+		}
+		for k, v := range w.LoopbackEnv {
+			env[k] = v
+		}
+		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
+	case "none":
+		if spec.ModelEndpoint != "" {
+			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
+			// A credential is mandatory for Claude Code to send a request; this
+			// one is a fixed non-secret word the endpoint can ignore.
+			env["ANTHROPIC_API_KEY"] = "metaharness-model-endpoint"
+		}
+		credHow = "no credential reaches the child (--credentials none)"
+	default:
+		return nil, exit.Refuse("credentials-unsupported",
+			"--credentials %s is not built for claude; use api-key, loopback or none", spec.Credentials)
+	}
+
+	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
+	settings := map[string]any{
+		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
+		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+			"matcher": "",
+			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": HookTimeoutSeconds}},
+		}}},
+	}
+	files := []launcher.File{jsonFile(settingsPath, settings)}
+
+	args := []string{"-p", "--output-format", "stream-json", "--verbose",
+		"--strict-mcp-config", "--setting-sources", "", "--settings", settingsPath,
+		"--permission-mode", "dontAsk"}
+	var servers []string
+	if w.CatalogueCopy != "" {
+		server := map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
+			"type":    "stdio",
+			"command": w.Self,
+			"args":    serveArgs(w, cwd),
+		}}}
+		files = append(files, jsonFile(mcpPath, server))
+		var allowed []string
+		for _, t := range w.CatalogueTools {
+			allowed = append(allowed, "mcp__metaharness__"+t)
+		}
+		args = append(args, "--tools", "", "--mcp-config", mcpPath, "--allowedTools", strings.Join(allowed, ","))
+		servers = []string{"metaharness"}
+	}
+	if spec.Model != "" {
+		args = append(args, "--model", spec.Model)
+	}
+	if spec.Effort != "" {
+		args = append(args, "--effort", spec.Effort)
+	}
+	if spec.MaxTurns > 0 {
+		args = append(args, "--max-turns", fmt.Sprint(spec.MaxTurns))
+	}
+	if spec.MaxBudgetUSD != "" {
+		args = append(args, "--max-budget-usd", spec.MaxBudgetUSD)
+	}
+	if w.Context != "" {
+		args = append(args, "--append-system-prompt", w.Context)
+	}
+	// The task goes last, after "--", so that a task starting with "-" is
+	// never read as a flag.
+	args = append(args, "--", spec.Prompt)
+
+	return &launcher.Plan{
+		Program:     w.Binary,
+		Args:        args,
+		Env:         launcher.SortedEnv(env),
+		Dir:         cwd,
+		Files:       files,
+		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
+		MCPServers:  nonNilStrings(servers),
+	}, nil
+}
+
+// ChildPath is the PATH the child gets: the caller's ~/.local/bin, then the
+// system directories. The vendor binary is looked up on it.
+func ChildPath(callerHome string) string {
+	if callerHome == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
+}
+
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string) record.Attestation {
+	a := record.Attestation{Mode: spec.Hermetic, Decisions: spec.Decisions}
+	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
+	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
+	imposed("h1b", "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
+	imposed("h2", `--setting-sources "" loads no user, project or local settings`)
+	imposed("h3", "the environment is constructed: "+strings.Join(callerKeys, ", ")+" copied when set; HOME, PATH, TMPDIR, CLAUDE_CONFIG_DIR set by metaharness; nothing else inherited")
+	imposed("h4", credHow)
+	if len(servers) > 0 {
+		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")
+	} else {
+		imposed("h5", "--strict-mcp-config and no --mcp-config: no MCP server")
+	}
+	switch spec.Credentials {
+	case "loopback":
+		imposed("h6", "no credential file in the child's config home; the token stays with the loopback proxy")
+	default:
+		imposed("h6", "no credential file is copied into the child's config home")
+	}
+	imposed("h8", "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
+	attest.AttestWorkdir(attest.Workdir{
+		Kind: "claude", Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
+		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
+	}, &a)
+	if spec.Credentials != "loopback" {
+		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: "h12", Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
+	} else {
+		imposed("h12", "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: "+allowed(spec.AllowEgress))
+	}
+	if spec.Decisions == "observe" {
+		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
+	}
+	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
+	return a
+}
+
+// serveArgs starts the catalogue server on the checked scratch copy, in the
+// child's cwd, asking the run's decision channel before every call. It may
+// write only when the catalogue declares a write entry.
+func serveArgs(w *launcher.World, cwd string) []string {
+	args := []string{"mcp-serve", "--catalogue", w.CatalogueCopy, "--workspace", cwd, "--decisions-socket", w.DecisionSocket}
+	if w.CatalogueWrites {
+		args = append(args, "--writable")
+	}
+	return args
+}
+
+func allowed(hosts []string) string {
+	if len(hosts) == 0 {
+		return "none"
+	}
+	return strings.Join(hosts, ", ")
+}
+
+func jsonFile(path string, v any) launcher.File {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // maps of strings and slices always marshal
+	}
+	return launcher.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,616 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// IO is what a run touches outside its spec.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	// Env is the caller's environment.
+	Env map[string]string
+	// Self is the metaharness executable, which the child starts as its
+	// hook program and catalogue server.
+	Self string
+	Log  *zap.Logger
+}
+
+// Run is one governed session, in the order SPEC §5 gives: checks that
+// refuse before anything starts, then the scratch tree, the proxy, the
+// plan, the scratch files, the spawn; then the pump of events, decisions and
+// commands; then the wind-up, the attestation and the exit code. ctx ending
+// (SIGTERM, SIGINT) stops the child's whole process group and still closes
+// the stream.
+func Run(ctx context.Context, spec *Spec, a Adapter, rio IO) (exit.Code, error) {
+	if rio.Log == nil {
+		rio.Log = zap.NewNop()
+	}
+	r := &run{spec: spec, a: a, io: rio, caps: a.Capabilities()}
+	defer r.cleanup()
+	code, err := r.start(ctx)
+	r.endStream()
+	return code, err
+}
+
+// endStream closes a stream that a refusal cut short. Once a line was
+// written every path ends with stream.closed, so the record stays complete;
+// a refusal before any line leaves no stream and no --events file at all.
+func (r *run) endStream() {
+	if r.events == nil || r.events.Closed() {
+		return
+	}
+	if r.events.Lines() > 0 {
+		_ = r.events.Close(record.ReasonError, nil)
+		return
+	}
+	if r.spec.Events != "" {
+		_ = os.Remove(r.spec.Events)
+	}
+}
+
+type run struct {
+	spec *Spec
+	a    Adapter
+	io   IO
+	caps *Capabilities
+
+	auditor  *attest.Auditor
+	frame    *frame.Frame
+	contract *mcpserve.Contract
+	context  []ContextFile
+	scratch  string
+	proxy    *loopback.Proxy
+	events   *record.Writer
+	tap      *attest.Tap
+	files    []io.Closer
+	happened []string // what had started, for catalogue-copy-differs
+}
+
+func (r *run) cleanup() {
+	if r.proxy != nil {
+		_ = r.proxy.Close()
+	}
+	for _, f := range r.files {
+		_ = f.Close()
+	}
+	if r.scratch != "" {
+		if err := os.RemoveAll(r.scratch); err != nil {
+			r.io.Log.Warn("removing the scratch tree", zap.String("path", r.scratch), zap.Error(err))
+		}
+	}
+}
+
+func (r *run) start(ctx context.Context) (exit.Code, error) {
+	s := r.spec
+	var err error
+	// Pairing and applicability: refusals, nothing started.
+	if r.auditor, err = attest.CheckPairing(r.pairing()); err != nil {
+		return exit.Refused, err
+	}
+	if err := CheckSpec(s); err != nil {
+		return exit.Refused, err
+	}
+	mode := frame.Mode(s.Decisions)
+	if s.Frame != "" {
+		if r.frame, err = frame.LoadForRun(s.Frame); err != nil {
+			return exit.Refused, err
+		}
+	}
+	if err := frame.CheckMode(mode, r.frame); err != nil {
+		return exit.Refused, err
+	}
+	if err := r.openEvents(); err != nil {
+		return exit.Refused, err
+	}
+	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
+	if err := frame.CheckControls(r.events, s.Kind, mode, r.frame != nil, refuses); err != nil {
+		return exit.Refused, err
+	}
+	if r.caps.Mode(s.Decisions) != Delivered {
+		return exit.Refused, exit.Refuse("decisions-unverified", "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
+			s.Decisions, r.caps.Mode(s.Decisions), s.Kind, s.Kind)
+	}
+	if s.Catalogue != "" {
+		if r.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
+			return exit.Refused, err
+		}
+		if err := r.contract.CheckFor(s.Kind, "owned", s.AllowProgs); err != nil {
+			return exit.Refused, err
+		}
+	}
+	if len(s.Context) > 0 {
+		if r.context, err = LoadContextFiles(s.Cwd, s.Context); err != nil {
+			return exit.Refused, err
+		}
+	}
+	if s.Cwd != "" {
+		if fi, err := os.Stat(s.Cwd); err != nil || !fi.IsDir() {
+			return exit.Refused, exit.Refuse("cwd-not-a-directory", "--cwd %s is not a directory metaharness can enter; create it or name another", s.Cwd)
+		}
+	}
+	return r.launch(ctx, mode)
+}
+
+func (r *run) pairing() attest.Pairing {
+	s := r.spec
+	return attest.Pairing{Audit: s.AuditOwed(), Auditor: s.Auditor, Spec: s.AuditSpec, Args: s.AuditorArgs, WritableTree: s.Cwd, PATH: r.io.Env["PATH"]}
+}
+
+// openEvents creates the event stream: stdout unless --output final, plus
+// --events FILE, plus the tap the floor reads.
+func (r *run) openEvents() error {
+	r.tap = &attest.Tap{}
+	sinks := []io.Writer{r.tap}
+	if r.spec.Output != "final" {
+		sinks = append(sinks, r.io.Stdout)
+	}
+	if r.spec.Events != "" {
+		f, err := os.OpenFile(r.spec.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return exit.Wrap("events-file", err, "--events %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", r.spec.Events)
+		}
+		r.files = append(r.files, f)
+		sinks = append(sinks, f)
+	}
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
+	r.events = record.NewWriter(io.MultiWriter(sinks...), r.spec.Kind+"-"+hex.EncodeToString(id))
+	return nil
+}
+
+// launch makes the scratch tree and the sidecars, plans, writes and spawns.
+func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
+	s := r.spec
+	var err error
+	if r.scratch, err = os.MkdirTemp("", "mh-"); err != nil {
+		return exit.Refused, exit.Wrap("scratch-unavailable", err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
+	}
+	for _, d := range []string{"home", "tmp", "claude-home", "work"} {
+		if err := os.Mkdir(filepath.Join(r.scratch, d), 0o700); err != nil {
+			return exit.Refused, err
+		}
+	}
+	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: filepath.Join(r.scratch, "decisions.sock")}
+	r.happened = append(r.happened, "the scratch tree was created")
+
+	if s.Credentials == "loopback" {
+		if err := r.startProxy(w); err != nil {
+			return exit.Refused, err
+		}
+	}
+	childPath := r.a.ChildPath(r.io.Env["HOME"])
+	if w.Binary, err = LookPath(r.a.BinaryName(), childPath); err != nil {
+		return exit.Refused, exit.Refuse("vendor-not-found", "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, strings.Join(r.caps.VersionsPinned, ", "))
+	}
+	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
+		return exit.Refused, err
+	}
+
+	cwd := filepath.Join(r.scratch, "work")
+	if s.Cwd != "" {
+		cwd = s.Cwd
+	}
+	walk, err := attest.WalkMemory(s.Kind, cwd)
+	if err != nil {
+		return exit.Refused, exit.Wrap("memory-walk", err, "the memory-file walk from %s failed", cwd)
+	}
+	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
+	if len(r.context) > 0 {
+		w.Context = RenderContextFiles(r.context)
+	}
+	if r.contract != nil {
+		w.CatalogueCopy = filepath.Join(r.scratch, "catalogue.json")
+		for _, e := range r.contract.Entries {
+			w.CatalogueTools = append(w.CatalogueTools, e.Published())
+			op := mcpserve.OperationOf(e.Name)
+			w.CatalogueWrites = w.CatalogueWrites || op == "file.write" || op == "file.edit"
+		}
+	}
+	plan, err := r.a.Plan(s, w)
+	if err != nil {
+		return exit.Refused, err
+	}
+	if err := CheckArgSizes(append([]string{plan.Program}, plan.Args...), r.context); err != nil {
+		return exit.Refused, err
+	}
+	if err := writeFiles(plan.Files); err != nil {
+		return exit.Refused, err
+	}
+	r.happened = append(r.happened, "the scratch files were written")
+	if r.contract != nil {
+		if err := mcpserve.WriteScratchCopy(r.contract, w.CatalogueCopy, strings.Join(r.happened, ", ")+"; no vendor session was started"); err != nil {
+			return exit.Refused, err
+		}
+	}
+	return r.session(ctx, mode, plan, cwd)
+}
+
+func (r *run) startProxy(w *World) error {
+	s := r.spec
+	upstream, tokenEnv := r.a.LoopbackDefaults()
+	if s.ModelEndpoint != "" {
+		upstream = s.ModelEndpoint
+	}
+	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile}
+	if src.Env == "" && src.File == "" {
+		src.Env = tokenEnv
+	}
+	p, err := loopback.New(loopback.Config{
+		Upstream: upstream, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		Logger: r.io.Log.Named("loopback"),
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := r.io.Env[k]
+			return v, ok
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	r.proxy = p
+	if w.LoopbackEnv, err = p.ChildEnv(s.Kind); err != nil {
+		return err
+	}
+	r.happened = append(r.happened, "the loopback proxy had started")
+	return nil
+}
+
+// checkVersion runs the vendor's --version: off the pin is a warning, or a
+// refusal under --strict-version.
+func (r *run) checkVersion(ctx context.Context, binary, childPath string) error {
+	v, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + filepath.Join(r.scratch, "home")})
+	r.happened = append(r.happened, "the vendor binary was run with --version")
+	pins := strings.Join(r.caps.VersionsPinned, ", ")
+	switch {
+	case err == nil && slices.Contains(r.caps.VersionsPinned, v):
+		return nil
+	case r.spec.StrictVersion && err != nil:
+		return exit.Wrap("version-unknown", err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+	case r.spec.StrictVersion:
+		return exit.Refuse("version-off-pin", "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
+	}
+	msg := fmt.Sprintf("%s is %s, off the pin (%s); the run goes on, and --strict-version would refuse it", binary, v, pins)
+	if err != nil {
+		msg = fmt.Sprintf("the version of %s could not be read (%v); the pin is %s", binary, err, pins)
+	}
+	return r.events.Emit(&record.Warning{Code: "VERSION_OFF_PIN", Message: msg})
+}
+
+// writeFiles writes the plan's scratch files with exclusive create.
+func writeFiles(files []File) error {
+	for _, f := range files {
+		fd, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(f.Mode))
+		if err != nil {
+			return exit.Wrap("scratch-write", err, "writing %s", f.Path)
+		}
+		_, err = io.WriteString(fd, f.Content)
+		if cerr := fd.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return exit.Wrap("scratch-write", err, "writing %s", f.Path)
+		}
+	}
+	return nil
+}
+
+// session spawns the child and pumps until it is gone, then winds up.
+func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd string) (exit.Code, error) {
+	s := r.spec
+	transcriptPath := filepath.Join(r.scratch, "transcript.jsonl")
+	transcript, err := os.OpenFile(transcriptPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return exit.Refused, err
+	}
+	r.files = append(r.files, transcript)
+
+	var child *Child
+	var childMu sync.Mutex
+	stopChild := func() {
+		childMu.Lock()
+		c := child
+		childMu.Unlock()
+		if c != nil {
+			go c.Stop(context.Background())
+		}
+	}
+	eng, err := frame.New(frame.Config{
+		Mode: mode, Frame: r.frame, Kind: s.Kind, Events: r.events,
+		VendorTimeout: r.a.HookTimeout(), Resolve: r.a.Resolve(r.contract),
+		Refuses: func(c string) string { return r.caps.Support(c).RefusedWith },
+		Control: func(c record.Command) error {
+			switch c.(type) {
+			case *record.Interrupt, *record.Halt:
+				// Headless Claude Code has no control line: stopping the turn
+				// is stopping the process group (reference notes a23).
+				stopChild()
+				return nil
+			}
+			return fmt.Errorf("%s cannot apply %s", s.Kind, c.CommandName())
+		},
+		Stderr: r.io.Stderr,
+	})
+	if err != nil {
+		return exit.Refused, err
+	}
+
+	// The decision channel: the hook program and the catalogue server ask
+	// here before a call runs.
+	ln, err := net.Listen("unix", filepath.Join(r.scratch, "decisions.sock"))
+	if err != nil {
+		return exit.Refused, exit.Wrap("decision-socket", err, "the decision channel cannot listen in %s", r.scratch)
+	}
+	serveCtx, stopServe := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = mcpserve.ServeDecisions(serveCtx, ln, func(ctx context.Context, req mcpserve.DecisionRequest) record.Decision {
+			return r.decide(ctx, eng, req)
+		})
+	}()
+	defer func() { stopServe(); <-served }()
+
+	c, stdout, err := Spawn(plan, r.io.Stderr)
+	if err != nil {
+		return exit.Refused, exit.Wrap("spawn", err, "the vendor could not be started")
+	}
+	childMu.Lock()
+	child = c
+	childMu.Unlock()
+	stopped := context.AfterFunc(ctx, stopChild)
+	defer stopped()
+
+	go r.readCommands(eng)
+	terminal := r.pump(stdout, transcript, eng, plan, cwd)
+	process := c.Wait()
+
+	// Wind-up: pending calls are abandoned before the terminal record, so
+	// the census counts them.
+	_ = eng.Close()
+	r.emitEgressRefusals()
+	if terminal != nil {
+		census := eng.Census()
+		terminal.Census = &census
+		_ = r.events.Emit(terminal)
+	}
+	reason := r.a.CloseReason(terminal)
+	if eng.Halted() {
+		reason = record.ReasonSteerHalt
+	}
+	if err := r.events.Close(reason, process); err != nil {
+		return exit.Refused, err
+	}
+	return r.conclude(ctx, transcriptPath, process, terminal)
+}
+
+// decide answers one request on the decision channel.
+func (r *run) decide(ctx context.Context, eng *frame.Engine, req mcpserve.DecisionRequest) record.Decision {
+	name := req.Tool
+	switch req.Seam {
+	case frame.SeamOwnedTool:
+		name = r.a.OwnedTool(req.Tool)
+	case frame.SeamHook:
+		// The catalogue server's tools are decided at its own seam, where
+		// the call is performed; the hook leaves them to it.
+		if r.contract != nil && strings.HasPrefix(name, r.a.OwnedTool("")) {
+			return record.AbstainDecision()
+		}
+	default:
+		return record.DenyDecision("metaharness knows no seam " + req.Seam + ", so nothing ran")
+	}
+	return eng.Decide(ctx, frame.Call{CallID: req.CallID, Name: name, Input: req.Input, Seam: req.Seam}, nil)
+}
+
+// readCommands feeds stdin lines to the engine until stdin ends.
+func (r *run) readCommands(eng *frame.Engine) {
+	if r.io.Stdin == nil {
+		return
+	}
+	br := bufio.NewReaderSize(r.io.Stdin, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			_ = eng.HandleLine(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// pump reads the child's stdout to the end: every line is kept in the
+// transcript first, then mapped. It returns the terminal record, held back
+// so the census can be set into it.
+func (r *run) pump(stdout io.Reader, transcript io.Writer, eng *frame.Engine, plan *Plan, cwd string) *record.SessionEnded {
+	tr := r.a.NewTranscript()
+	br := bufio.NewReaderSize(stdout, 1<<20)
+	started, turn := false, uint32(0)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			_, _ = transcript.Write(line)
+			for _, it := range tr.Read(line) {
+				var at *string
+				if it.At != "" {
+					at = &it.At
+				}
+				switch ev := it.Event.(type) {
+				case *record.SessionStarted:
+					if started {
+						r.emit(at, &record.Opaque{Digest: digestOf(line), VendorType: strPtr("system"), VendorSubtype: strPtr("init (again)")})
+						continue
+					}
+					started = true
+					r.complete(ev, plan)
+					r.emit(at, ev)
+					turn++
+					_ = eng.StartTurn(turn, nil)
+				case *record.ToolRequested:
+					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+				case *record.SessionEnded:
+					if turn > 0 {
+						_ = eng.EndTurn(turn, ev.StopReason, nil)
+					}
+				default:
+					r.emit(at, ev)
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return tr.Terminal()
+}
+
+func (r *run) emit(at *string, ev record.Event) {
+	var err error
+	if at != nil {
+		err = r.events.EmitAt(*at, ev)
+	} else {
+		err = r.events.Emit(ev)
+	}
+	if err != nil {
+		r.io.Log.Warn("writing an event", zap.String("event", ev.EventName()), zap.Error(err))
+	}
+}
+
+// complete adds metaharness's own facts to the vendor's opening record.
+func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
+	att := plan.Attestation
+	ev.Hermetic = &att
+	ev.Transcript = &record.TranscriptRef{Path: filepath.Join(r.scratch, "transcript.jsonl")}
+	ev.ContextFiles = ContextRecords(r.context, r.a.ContextChannel())
+	if r.contract != nil {
+		ev.Withheld = []record.Withheld{}
+		ops := []string{}
+		for _, e := range r.contract.Entries {
+			op := mcpserve.OperationOf(e.Name)
+			if op == "" {
+				ev.Withheld = append(ev.Withheld, record.Withheld{Tool: r.a.OwnedTool(e.Published()), Reason: "this build performs no entry named " + e.Name})
+				continue
+			}
+			if !slices.Contains(ops, op) {
+				ops = append(ops, op)
+			}
+		}
+		ev.AvailableOperations = ops
+	}
+}
+
+// emitEgressRefusals puts each request the egress gate refused into the
+// record, where the H12 row reads it.
+func (r *run) emitEgressRefusals() {
+	if r.proxy == nil {
+		return
+	}
+	for _, rec := range r.proxy.Records() {
+		if rec.Route != loopback.RouteReverse && rec.Refused != "" {
+			_ = r.events.Emit(&record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)})
+		}
+	}
+}
+
+// conclude runs the auditor, prints the report when an audit is owed,
+// writes --attestation and --retain-dir, and computes the exit code.
+func (r *run) conclude(ctx context.Context, transcriptPath string, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
+	s := r.spec
+	if s.RetainDir != "" {
+		if err := copyFile(transcriptPath, filepath.Join(s.RetainDir, "transcript.jsonl")); err != nil {
+			fmt.Fprintf(r.io.Stderr, "metaharness: retain-failed: copying the transcript into --retain-dir %s: %v\n", s.RetainDir, err)
+		}
+	}
+	if r.spec.Output == "final" && terminal != nil && terminal.FinalAnswer != nil {
+		fmt.Fprintln(r.io.Stdout, terminal.FinalAnswer.Text)
+	}
+	var result *attest.AuditorResult
+	if r.auditor != nil {
+		var err error
+		if result, err = r.auditor.Run(ctx, transcriptPath, r.io.Stderr); err != nil {
+			return exit.Refused, err
+		}
+	}
+	ev := attest.Evaluate(r.tap.Lines(), attest.Launch{
+		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: s.Hermetic, Audit: s.Audit,
+		Credentials: s.Credentials, PlannedCwd: plannedCwd(r.scratch, s), PlannedMCPServers: r.plannedServers(),
+		Pins: r.caps.VersionsPinned,
+	})
+	if s.AttestationFile != "" {
+		if err := writeJSONFile(s.AttestationFile, ev.Document(s.Kind, s.AuditOwed(), result, process)); err != nil {
+			return exit.Refused, err
+		}
+	}
+	return ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
+}
+
+func plannedCwd(scratch string, s *Spec) string {
+	if s.Cwd != "" {
+		return s.Cwd
+	}
+	return filepath.Join(scratch, "work")
+}
+
+func (r *run) plannedServers() []string {
+	if r.contract != nil {
+		return []string{"metaharness"}
+	}
+	return nil
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return exit.Wrap("attestation-file", err, "--attestation %s cannot be created (it must not exist yet)", path)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func strPtr(s string) *string { return &s }
+
+func digestOf(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,97 @@
+package launcher
+
+import "github.com/metaharness/metaharness/record"
+
+// Spec is one run as the caller declared it: every `run` flag, kind-neutral.
+// The CLI fills it 1:1 from its flags; nothing here is read from the world.
+type Spec struct {
+	Kind     string `json:"kind"`
+	Prompt   string `json:"prompt"`
+	Hermetic string `json:"hermetic"` // off | on | strict
+	Audit    bool   `json:"audit,omitempty"`
+
+	Frame       string   `json:"frame,omitempty"`     // path of a sealed frame
+	Decisions   string   `json:"decisions"`           // frame | ask | observe
+	ToolSurface string   `json:"tool_surface"`        // native | owned
+	Catalogue   string   `json:"catalogue,omitempty"` // path of a tool contract
+	AllowProgs  []string `json:"allow_program,omitempty"`
+
+	Credentials   string   `json:"credentials"` // none | api-key | loopback | operator-login
+	TokenEnv      string   `json:"token_env,omitempty"`
+	TokenFile     string   `json:"token_file,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	ModelEndpoint string   `json:"model_endpoint,omitempty"`
+	Effort        string   `json:"effort,omitempty"`
+	MaxTurns      int      `json:"max_turns,omitempty"`
+	MaxBudgetUSD  string   `json:"max_budget_usd,omitempty"`
+	AllowEgress   []string `json:"allow_egress,omitempty"`
+
+	Cwd        string   `json:"cwd,omitempty"`
+	ScratchCwd bool     `json:"scratch_cwd,omitempty"`
+	Context    []string `json:"context,omitempty"`
+
+	StrictVersion bool   `json:"strict_version,omitempty"`
+	RetainDir     string `json:"retain_dir,omitempty"`
+
+	// Auditor and AuditSpec are nil when the flag was not given, and may be
+	// given empty (which the pairing checks refuse by name).
+	Auditor     *string  `json:"auditor,omitempty"`
+	AuditSpec   *string  `json:"spec,omitempty"`
+	AuditorArgs []string `json:"auditor_args,omitempty"`
+
+	Output          string `json:"output,omitempty"` // events | final
+	Events          string `json:"events,omitempty"`
+	AttestationFile string `json:"attestation,omitempty"`
+
+	PluginDirs []string `json:"plugin_dir,omitempty"`
+	AddDirs    []string `json:"add_dir,omitempty"`
+
+	B10x B10xSpec `json:"b10x,omitempty"`
+}
+
+// B10xSpec holds the flags that reach the beyond10x loop only.
+type B10xSpec struct {
+	Hooks                    string   `json:"hooks,omitempty"`
+	Driver                   string   `json:"driver,omitempty"`
+	Substrate                string   `json:"substrate,omitempty"`
+	SubstrateEmbedded        bool     `json:"substrate_embedded,omitempty"`
+	CgroupRoot               string   `json:"cgroup_root,omitempty"`
+	Toolchain                string   `json:"toolchain,omitempty"`
+	Prices                   string   `json:"prices,omitempty"`
+	WriteScope               []string `json:"write_scope,omitempty"`
+	ScopeAnnounce            string   `json:"scope_announce,omitempty"`
+	ProcessWriteSubtree      []string `json:"process_write_subtree,omitempty"`
+	ModelWire                string   `json:"model_wire,omitempty"`
+	SubscriptionTokenFile    string   `json:"subscription_token_file,omitempty"`
+	SubscriptionTokenEnv     string   `json:"subscription_token_env,omitempty"`
+	SubscriptionTokenPointer string   `json:"subscription_token_pointer,omitempty"`
+	APIKeySecret             string   `json:"api_key_secret,omitempty"`
+}
+
+// AuditOwed reports whether the run owes an audit report: --audit, or
+// --hermetic strict, which asks for one the way --audit does.
+func (s *Spec) AuditOwed() bool { return s.Audit || s.Hermetic == "strict" }
+
+// Plan is a launch as a value: what to write, what to run, with which
+// environment and where. It is a pure function of a Spec and the observed
+// world, which is what C1 vectors pin.
+type Plan struct {
+	Program string   `json:"program"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env"` // sorted KEY=VALUE
+	Dir     string   `json:"dir"`
+	Files   []File   `json:"files"`
+	// Attestation is metaharness's claim of what it imposed, written into
+	// session.started.hermetic.
+	Attestation record.Attestation `json:"attestation"`
+	// MCPServers are the servers the launch gives the child (H5 compares
+	// them with the record).
+	MCPServers []string `json:"mcp_servers"`
+}
+
+// File is one scratch file the plan writes before the spawn.
+type File struct {
+	Path    string `json:"path"`
+	Mode    uint32 `json:"mode"`
+	Content string `json:"content"`
+}

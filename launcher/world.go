@@ -1,0 +1,33 @@
+package launcher
+
+// World is what the launcher observed before planning: nothing in a plan is
+// read from anywhere else.
+type World struct {
+	// Env is the caller's environment (only the keys the plan reads matter).
+	Env map[string]string `json:"env"`
+	// Scratch is the run's scratch root, created by the launcher.
+	Scratch string `json:"scratch"`
+	// Binary is the vendor binary resolved on the child's PATH.
+	Binary string `json:"binary"`
+	// Self is the metaharness executable, for mcp-serve and the hook.
+	Self string `json:"self"`
+	// DecisionSocket is the private channel the hook and mcp-serve ask.
+	DecisionSocket string `json:"decision_socket"`
+	// CatalogueCopy is the checked scratch copy of --catalogue, if any, and
+	// CatalogueTools the names its entries are published under over MCP.
+	CatalogueCopy  string   `json:"catalogue_copy,omitempty"`
+	CatalogueTools []string `json:"catalogue_tools,omitempty"`
+	// CatalogueWrites is set when the catalogue declares a write entry, so
+	// the server may write beneath the cwd (the frame still decides).
+	CatalogueWrites bool `json:"catalogue_writes,omitempty"`
+	// LoopbackEnv is what the child needs to reach the model only through
+	// the loopback proxy (loopback.Proxy.ChildEnv), under --credentials
+	// loopback.
+	LoopbackEnv map[string]string `json:"loopback_env,omitempty"`
+	// Context is the rendered --context block (RenderContextFiles).
+	Context string `json:"context,omitempty"`
+	// MemoryAbove lists memory files (attest.MemoryShapes) found above the
+	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
+	MemoryAbove  []string `json:"memory_above,omitempty"`
+	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
+}
