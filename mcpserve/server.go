@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,14 +155,16 @@ func (s *Server) verbHandler(v *Entry) server.ToolHandlerFunc {
 }
 
 // decideAndPerform asks the decider about a checked call and performs it
-// unless denied. A replaced input goes through the entry's checks again.
+// unless denied. The decider is shown the arguments as the client sent
+// them (optional nulls included): that is the request the vendor's own
+// record shows, and a decision answers exactly that request. A replaced input goes through the entry's checks again.
 // catalogue marks tool_search and tool_describe, which reach no entry.
 func (s *Server) decideAndPerform(ctx context.Context, req mcp.CallToolRequest, e *Entry, args Arguments, catalogue bool,
 	do func(context.Context, Arguments) (string, *CallError)) *mcp.CallToolResult {
 	dreq := DecisionRequest{
 		Seam: SeamOwnedTool, CallID: callID(req), Tool: req.Params.Name,
 		Entry: e.Name, Operation: s.operationOf(e.Name), Subjects: Subjects(e.Name, args.JSON()),
-		Catalogue: catalogue, Input: args.JSON(),
+		Catalogue: catalogue, Input: presented(req.Params.RawArguments),
 	}
 	if catalogue {
 		dreq.Entry, dreq.Operation, dreq.Subjects = "", "", []string{}
@@ -365,4 +368,13 @@ func (o Options) Resolve(tool string, input json.RawMessage) Call {
 		}
 	}
 	return call
+}
+
+// presented is the call's arguments as sent, compacted; absent reads as {}.
+func presented(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if len(bytes.TrimSpace(raw)) == 0 || json.Compact(&b, raw) != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b.Bytes()
 }

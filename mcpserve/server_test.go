@@ -288,12 +288,13 @@ func TestServeArgumentChecksOverTheProtocol(t *testing.T) {
 	if n := d.count(); n != 2 { // the undeclared encoding and the .. path reach the performer
 		t.Errorf("the decider was asked %d times, want 2", n)
 	}
-	// An optional null reads as absent: removed before deciding and performing.
+	// An optional null reads as absent: removed before performing. The
+	// decider is shown the request as sent, which the vendor's record shows.
 	r := c.callTool("read_file", `{"path":"a.txt","max_bytes":null,"encoding":null}`)
 	if r.IsError || r.text() != "alpha\nbeta needle\n" {
 		t.Errorf("optional nulls: %+v", r)
 	}
-	if got := string(d.last(t).Input); got != `{"path":"a.txt"}` {
+	if got := string(d.last(t).Input); got != `{"path":"a.txt","max_bytes":null,"encoding":null}` {
 		t.Errorf("the decider saw %s", got)
 	}
 	// Arguments absent on an entry that requires nothing: performed.
@@ -370,8 +371,8 @@ func TestServeDefaultVerbs(t *testing.T) {
 	if r.IsError || r.text() != "gamma needle\n" {
 		t.Errorf("tool_invoke fs.read: %+v", r)
 	}
-	if req := d.last(t); req.Tool != "tool_invoke" || req.Entry != "fs.read" || string(req.Input) != `{"path":"sub/b.txt"}` {
-		t.Errorf("tool_invoke is decided as its entry: %+v", req)
+	if req := d.last(t); req.Tool != "tool_invoke" || req.Entry != "fs.read" || string(req.Input) != `{"name":"fs.read","arguments":{"path":"sub/b.txt"}}` {
+		t.Errorf("tool_invoke is decided as its entry, on the request as sent: %+v", req)
 	}
 	for args, want := range map[string]string{
 		`{"name":"fs.write","arguments":{"path":"x","text":"y"}}`: `tool_invoke: field "name" "fs.write" is not a tool this server has. Available: fs.read, fs.list, fs.search`,
@@ -705,7 +706,7 @@ func TestCallWithoutMCP(t *testing.T) {
 	if err != nil || isErr || text != "alpha\nbeta needle\n" {
 		t.Fatalf("Call: %q %v %v", text, isErr, err)
 	}
-	if req := d.last(t); req.CallID != "call_codex_1" || req.Entry != "fs.read" || string(req.Input) != `{"path":"a.txt"}` {
+	if req := d.last(t); req.CallID != "call_codex_1" || req.Entry != "fs.read" || string(req.Input) != `{"path":"a.txt","max_bytes":null}` {
 		t.Errorf("decision request: %+v", req)
 	}
 	text, isErr, err = s.Call(context.Background(), "read_file", json.RawMessage(`null`), "call_codex_2")

@@ -193,7 +193,7 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
-		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt","max_bytes":null}`)}},
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fs_write", Input: json.RawMessage(`{"path":"out.txt","text":"x"}`)}},
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__fetch_url", Input: json.RawMessage(`{"url":"https://example.com"}`)}},
 		{Text: "DONE"},
