@@ -27,4 +27,3 @@
 // nothing) ends the run with exit 2 and no report: the audit was not done.
 package attest
 
-//go:generate go run ./internal/genschema -out ../schemas

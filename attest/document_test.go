@@ -13,7 +13,7 @@ import (
 )
 
 // TestDocumentSchemaMatchesTypes fails when schemas/attestation.schema.json
-// drifts from the Go types; run `go generate ./attest` to regenerate.
+// drifts from the Go types; run `go generate ./...` to regenerate.
 func TestDocumentSchemaMatchesTypes(t *testing.T) {
 	want, err := DocumentSchema()
 	if err != nil {
@@ -24,7 +24,7 @@ func TestDocumentSchemaMatchesTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != string(want) {
-		t.Error("schemas/attestation.schema.json drifted from the types: run `go generate ./attest`")
+		t.Error("schemas/attestation.schema.json drifted from the types: run `go generate ./...`")
 	}
 }
 

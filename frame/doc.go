@@ -27,4 +27,3 @@
 // The C3 vectors in conformance/testdata/c3 pin these rules end to end.
 package frame
 
-//go:generate go run ./internal/genschema -out ../schemas

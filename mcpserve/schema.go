@@ -6,7 +6,6 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-//go:generate go run ./internal/genschema -out ../schemas
 
 // ContractSchemaFile is the published schema's file name under schemas/.
 const ContractSchemaFile = "tool-contract.schema.json"

@@ -20,4 +20,3 @@ const (
 	CommandFormat = "metaharness.command/1"
 )
 
-//go:generate go run ./internal/genschema -out ../schemas

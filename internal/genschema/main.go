@@ -1,0 +1,40 @@
+// Command genschema writes the JSON Schema of every document metaharness
+// reads or writes into schemas/. Each package's drift test fails when the
+// checked-in file and its Go types disagree; `go generate ./...` (or
+// `make schemas`) rewrites them all.
+package main
+
+//go:generate go run . -out ../../schemas
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+func main() {
+	out := flag.String("out", "schemas", "directory to write the schemas into")
+	flag.Parse()
+	for name, build := range map[string]func() ([]byte, error){
+		"event.schema.json":         record.EventSchema,
+		"command.schema.json":       record.CommandSchema,
+		"frame.schema.json":         frame.Schema,
+		"attestation.schema.json":   attest.DocumentSchema,
+		mcpserve.ContractSchemaFile: mcpserve.ContractSchema,
+	} {
+		b, err := build()
+		if err == nil {
+			err = os.WriteFile(filepath.Join(*out, name), b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "genschema: %s: %v\n", name, err)
+			os.Exit(1)
+		}
+	}
+}
