@@ -12,6 +12,9 @@ import (
 // honour and every combination that cannot mean what it says. The first
 // problem found is reported. It is pure: it reads only the spec.
 func CheckSpec(s *Spec) error {
+	if s.Kind != "b10x" && strings.TrimSpace(s.Prompt) == "" {
+		return exit.Refuse("no-prompt", "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
+	}
 	if s.Kind != "b10x" {
 		if err := refuseB10xFlags(s); err != nil {
 			return err
@@ -47,6 +50,10 @@ func CheckSpec(s *Spec) error {
 func checkCredentials(s *Spec) error {
 	loopback := s.Credentials == "loopback"
 	switch {
+	case s.Credentials == "operator-login" && s.Kind == "claude":
+		return exit.Refuse("credentials-unsupported", "--credentials operator-login is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none")
+	case (s.Credentials == "operator-login" || loopback) && s.Kind == "b10x":
+		return exit.Refuse("credentials-unsupported", "--credentials %s on b10x: the loop reads its own key; use api-key or none", s.Credentials)
 	case s.TokenEnv != "" && s.TokenFile != "":
 		return exit.Refuse("token-source-conflict", "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
 	case !loopback && (s.TokenEnv != "" || s.TokenFile != ""):

@@ -30,9 +30,6 @@ var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 
 // Plan builds the claude launch for spec in world. It reads nothing else.
 func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
-	if strings.TrimSpace(spec.Prompt) == "" {
-		return nil, exit.Refuse("no-prompt", "run claude needs a task: pass -p TEXT or put the task after -- as the last argument")
-	}
 	if spec.ModelEndpoint != "" && spec.Credentials != "none" && spec.Credentials != "loopback" {
 		return nil, exit.Refuse("endpoint-with-credential",
 			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
@@ -98,8 +95,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		credHow = "no credential reaches the child (--credentials none)"
 	default:
-		return nil, exit.Refuse("credentials-unsupported",
-			"--credentials %s is not built for claude; use api-key, loopback or none", spec.Credentials)
+		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
 
 	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
