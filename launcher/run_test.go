@@ -1,0 +1,55 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// unprovenKind is a kind whose descriptor marks ask mode unverified.
+type unprovenKind struct{}
+
+func (unprovenKind) Capabilities() *Capabilities {
+	return &Capabilities{
+		Adapter:        AdapterName{ID: "claude", Class: "harness"},
+		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
+		DecisionModes:  map[string]Status{"frame": Delivered, "ask": Unverified},
+		VersionsPinned: []string{"1"},
+	}
+}
+func (unprovenKind) BinaryName() string                      { return "none" }
+func (unprovenKind) ChildPath(string) string                 { return "/nonexistent" }
+func (unprovenKind) Plan(*Spec, *World) (*Plan, error)       { return nil, errors.New("never planned") }
+func (unprovenKind) NewTranscript() Transcript               { return nil }
+func (unprovenKind) OwnedTool(p string) string               { return p }
+func (unprovenKind) HookTimeout() time.Duration              { return time.Minute }
+func (unprovenKind) CloseReason(*record.SessionEnded) string { return record.ReasonError }
+func (unprovenKind) ContextChannel() string                  { return "" }
+func (unprovenKind) LoopbackDefaults() (string, string)      { return "https://example.invalid", "K" }
+func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
+	return nil
+}
+
+// TestRunRefusesAnUnverifiedMode: a decision mode the kind has not driven
+// is refused before anything starts, rather than over-claimed.
+func TestRunRefusesAnUnverifiedMode(t *testing.T) {
+	spec := &Spec{Kind: "claude", Prompt: "p", Decisions: "ask", Credentials: "none", Hermetic: "off"}
+	var out strings.Builder
+	code, err := Run(context.Background(), spec, unprovenKind{}, IO{Stdout: &out, Stderr: io.Discard, Env: map[string]string{}})
+	var r *exit.Refusal
+	if code != exit.Refused || !errors.As(err, &r) || r.Name != "decisions-unverified" {
+		t.Fatalf("code %d, err %v; want the decisions-unverified refusal", code, err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("a refusal before any event wrote a stream: %q", out.String())
+	}
+}
