@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -261,6 +262,9 @@ func (r *run) startProxy(w *World) error {
 	}
 	p, err := loopback.New(loopback.Config{
 		Upstream: upstream, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		// The child is gone when the proxy closes; a short grace keeps a
+		// stopped run inside the four seconds an embedder is promised.
+		ShutdownGrace: time.Second,
 		Logger: r.io.Log.Named("loopback"),
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := r.io.Env[k]
@@ -524,11 +528,15 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	}
 }
 
-// emitEgressRefusals puts each request the egress gate refused into the
-// record, where the H12 row reads it.
+// emitEgressRefusals closes the proxy (the child is gone, and a request is
+// recorded only when its handler ends) and puts each request the egress
+// gate refused into the record, where the H12 row reads it.
 func (r *run) emitEgressRefusals() {
 	if r.proxy == nil {
 		return
+	}
+	if err := r.proxy.Close(); err != nil {
+		r.io.Log.Warn("closing the loopback proxy", zap.Error(err))
 	}
 	for _, rec := range r.proxy.Records() {
 		if rec.Route != loopback.RouteReverse && rec.Refused != "" {
