@@ -84,6 +84,8 @@ type run struct {
 	contract *mcpserve.Contract
 	context  []ContextFile
 	scratch  string
+	cwd      string // the child's working directory
+	socket   string // the decision channel
 	proxy    *loopback.Proxy
 	events   *record.Writer
 	tap      *attest.Tap
@@ -190,12 +192,15 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if r.scratch, err = os.MkdirTemp("", "mh-"); err != nil {
 		return exit.Refused, exit.Wrap("scratch-unavailable", err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
 	}
-	for _, d := range []string{"home", "tmp", "claude-home", "work"} {
+	// Every kind's child gets a scratch HOME, TMPDIR and (without --cwd)
+	// working directory; the plan names any directory of its own.
+	for _, d := range []string{"home", "tmp", "work"} {
 		if err := os.Mkdir(filepath.Join(r.scratch, d), 0o700); err != nil {
 			return exit.Refused, err
 		}
 	}
-	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: filepath.Join(r.scratch, "decisions.sock")}
+	r.socket = filepath.Join(r.scratch, "decisions.sock")
+	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket}
 	r.happened = append(r.happened, "the scratch tree was created")
 
 	if s.Credentials == "loopback" {
@@ -211,13 +216,13 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 		return exit.Refused, err
 	}
 
-	cwd := filepath.Join(r.scratch, "work")
+	r.cwd = filepath.Join(r.scratch, "work")
 	if s.Cwd != "" {
-		cwd = s.Cwd
+		r.cwd = s.Cwd
 	}
-	walk, err := attest.WalkMemory(s.Kind, cwd)
+	walk, err := attest.WalkMemory(s.Kind, r.cwd)
 	if err != nil {
-		return exit.Refused, exit.Wrap("memory-walk", err, "the memory-file walk from %s failed", cwd)
+		return exit.Refused, exit.Wrap("memory-walk", err, "the memory-file walk from %s failed", r.cwd)
 	}
 	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
 	if len(r.context) > 0 {
@@ -238,6 +243,11 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if err := CheckArgSizes(append([]string{plan.Program}, plan.Args...), r.context); err != nil {
 		return exit.Refused, err
 	}
+	for _, d := range plan.Dirs {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return exit.Refused, exit.Wrap("scratch-write", err, "creating %s", d)
+		}
+	}
 	if err := writeFiles(plan.Files); err != nil {
 		return exit.Refused, err
 	}
@@ -247,7 +257,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 			return exit.Refused, err
 		}
 	}
-	return r.session(ctx, mode, plan, cwd)
+	return r.session(ctx, mode, plan)
 }
 
 func (r *run) startProxy(w *World) error {
@@ -265,7 +275,7 @@ func (r *run) startProxy(w *World) error {
 		// The child is gone when the proxy closes; a short grace keeps a
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
-		Logger: r.io.Log.Named("loopback"),
+		Logger:        r.io.Log.Named("loopback"),
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := r.io.Env[k]
 			return v, ok
@@ -325,7 +335,7 @@ func writeFiles(files []File) error {
 }
 
 // session spawns the child and pumps until it is gone, then winds up.
-func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd string) (exit.Code, error) {
+func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Code, error) {
 	s := r.spec
 	transcriptPath := filepath.Join(r.scratch, "transcript.jsonl")
 	transcript, err := os.OpenFile(transcriptPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -351,8 +361,8 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd stri
 		Control: func(c record.Command) error {
 			switch c.(type) {
 			case *record.Interrupt, *record.Halt:
-				// Headless Claude Code has no control line: stopping the turn
-				// is stopping the process group (reference notes a23).
+				// A headless vendor has no control line: stopping the turn is
+				// stopping the process group (reference notes a23).
 				stopChild()
 				return nil
 			}
@@ -366,7 +376,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd stri
 
 	// The decision channel: the hook program and the catalogue server ask
 	// here before a call runs.
-	ln, err := net.Listen("unix", filepath.Join(r.scratch, "decisions.sock"))
+	ln, err := net.Listen("unix", r.socket)
 	if err != nil {
 		return exit.Refused, exit.Wrap("decision-socket", err, "the decision channel cannot listen in %s", r.scratch)
 	}
@@ -391,7 +401,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd stri
 	defer stopped()
 
 	go r.readCommands(eng)
-	terminal := r.pump(stdout, transcript, eng, plan, cwd)
+	terminal := r.pump(stdout, transcript, eng, plan)
 	process := c.Wait()
 
 	// Wind-up: pending calls are abandoned before the terminal record, so
@@ -410,7 +420,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan, cwd stri
 	if err := r.events.Close(reason, process); err != nil {
 		return exit.Refused, err
 	}
-	return r.conclude(ctx, transcriptPath, process, terminal)
+	return r.conclude(ctx, plan, transcriptPath, process, terminal)
 }
 
 // decide answers one request on the decision channel.
@@ -451,7 +461,7 @@ func (r *run) readCommands(eng *frame.Engine) {
 // pump reads the child's stdout to the end: every line is kept in the
 // transcript first, then mapped. It returns the terminal record, held back
 // so the census can be set into it.
-func (r *run) pump(stdout io.Reader, transcript io.Writer, eng *frame.Engine, plan *Plan, cwd string) *record.SessionEnded {
+func (r *run) pump(stdout io.Reader, transcript io.Writer, eng *frame.Engine, plan *Plan) *record.SessionEnded {
 	tr := r.a.NewTranscript()
 	br := bufio.NewReaderSize(stdout, 1<<20)
 	started, turn := false, uint32(0)
@@ -547,7 +557,7 @@ func (r *run) emitEgressRefusals() {
 
 // conclude runs the auditor, prints the report when an audit is owed,
 // writes --attestation and --retain-dir, and computes the exit code.
-func (r *run) conclude(ctx context.Context, transcriptPath string, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
+func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
 	s := r.spec
 	if s.RetainDir != "" {
 		if err := copyFile(transcriptPath, filepath.Join(s.RetainDir, "transcript.jsonl")); err != nil {
@@ -566,7 +576,7 @@ func (r *run) conclude(ctx context.Context, transcriptPath string, process *reco
 	}
 	ev := attest.Evaluate(r.tap.Lines(), attest.Launch{
 		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: s.Hermetic, Audit: s.Audit,
-		Credentials: s.Credentials, PlannedCwd: plannedCwd(r.scratch, s), PlannedMCPServers: r.plannedServers(),
+		Credentials: s.Credentials, PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers,
 		Pins: r.caps.VersionsPinned,
 	})
 	if s.AttestationFile != "" {
@@ -575,20 +585,6 @@ func (r *run) conclude(ctx context.Context, transcriptPath string, process *reco
 		}
 	}
 	return ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
-}
-
-func plannedCwd(scratch string, s *Spec) string {
-	if s.Cwd != "" {
-		return s.Cwd
-	}
-	return filepath.Join(scratch, "work")
-}
-
-func (r *run) plannedServers() []string {
-	if r.contract != nil {
-		return []string{"metaharness"}
-	}
-	return nil
 }
 
 func copyFile(from, to string) error {

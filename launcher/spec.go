@@ -80,7 +80,10 @@ type Plan struct {
 	Args    []string `json:"args"`
 	Env     []string `json:"env"` // sorted KEY=VALUE
 	Dir     string   `json:"dir"`
-	Files   []File   `json:"files"`
+	// Dirs are scratch directories of the kind's own (its config home),
+	// made before Files are written.
+	Dirs  []string `json:"dirs"`
+	Files []File   `json:"files"`
 	// Attestation is metaharness's claim of what it imposed, written into
 	// session.started.hermetic.
 	Attestation record.Attestation `json:"attestation"`

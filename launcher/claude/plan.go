@@ -150,6 +150,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Args:        args,
 		Env:         launcher.SortedEnv(env),
 		Dir:         cwd,
+		Dirs:        []string{configHome},
 		Files:       files,
 		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
 		MCPServers:  nonNilStrings(servers),
