@@ -448,12 +448,37 @@ func (r *run) readCommands(eng *frame.Engine) {
 	}
 	br := bufio.NewReaderSize(r.io.Stdin, 64<<10)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
+		line, long, err := readBounded(br, maxCommandLine)
+		switch {
+		case long:
+			fmt.Fprintf(r.io.Stderr, "metaharness: a stdin line longer than %d bytes was dropped: no command is that long\n", maxCommandLine)
+		case len(strings.TrimSpace(string(line))) > 0:
 			_ = eng.HandleLine(line)
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// maxCommandLine bounds one stdin line: a frame.set carries a whole frame,
+// which is never near this.
+const maxCommandLine = 16 << 20
+
+// readBounded reads one line of at most max bytes; a longer one is read to
+// its end and reported as long, never held.
+func readBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > max {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
 		}
 	}
 }
