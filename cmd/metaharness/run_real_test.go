@@ -239,8 +239,10 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 		t.Errorf("census %+v, want 1 allowed and 2 denied", census)
 	}
 	watch.check()
-	if bytes.Contains(res.stdout, []byte(token)) || bytes.Contains(res.stderr, []byte(token)) {
-		t.Error("the real token reached metaharness's output")
+	for _, secret := range []string{token, watch.placeholder} {
+		if secret == "" || bytes.Contains(res.stdout, []byte(secret)) || bytes.Contains(res.stderr, []byte(secret)) {
+			t.Errorf("the real token or the placeholder (%d bytes) reached metaharness's output", len(secret))
+		}
 	}
 	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
 		t.Error("the denied write happened")
@@ -255,9 +257,10 @@ type secretWatch struct {
 	t     *testing.T
 	token string
 	pid   chan int
-	mu    sync.Mutex
-	looks int
-	errs  []string
+	mu          sync.Mutex
+	looks       int
+	errs        []string
+	placeholder string
 }
 
 func (w *secretWatch) started(pid int) { w.pid <- pid }
@@ -286,7 +289,7 @@ func (w *secretWatch) look(scripted.Request) {
 		}
 		for _, kv := range p.Environ {
 			if v, ok := strings.CutPrefix(kv, "ANTHROPIC_AUTH_TOKEN="); ok && v != "" {
-				placeholder = true
+				placeholder, w.placeholder = true, v
 			}
 			if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
 				scratch = filepath.Dir(v)
