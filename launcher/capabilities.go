@@ -11,9 +11,6 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// Kinds are the values of <KIND>, in the order help and errors list them.
-var Kinds = []string{"claude", "codex", "b10x"}
-
 // Status says how far a control is proven for a kind: delivered (driven and
 // pinned by a vector), unverified (present, not driven, so requiring it is
 // refused) or absent.

@@ -1,11 +1,11 @@
 package launcher
 
 import (
-	"net"
 	"net/url"
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/loopback"
 )
 
 // CheckSpec refuses, before anything is started, every flag the kind cannot
@@ -77,19 +77,10 @@ func CheckDialURL(flag, raw string) error {
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return exit.Refuse("url-invalid", "%s %q is not an http(s) URL with a host; give a root URL such as https://api.anthropic.com", flag, raw)
 	}
-	if u.Scheme == "http" && !IsLoopbackHost(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.IsLoopbackHost(u.Hostname()) {
 		return exit.Refuse("url-not-https", "%s %s: plain http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), and %s is not one; use https", flag, raw, u.Hostname())
 	}
 	return nil
-}
-
-// IsLoopbackHost reports whether host is localhost or a loopback address.
-func IsLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // refuseB10xFlags names the first b10x-only flag given on claude or codex.

@@ -89,9 +89,10 @@ func (r egressRule) allows(host, port string) bool {
 	return strings.EqualFold(r.host, host) && (r.port == "" || r.port == port)
 }
 
-// isLoopbackHost is SPEC §3.3's loopback: 127.0.0.0/8, ::1 or "localhost".
-// Private-network addresses are not loopback.
-func isLoopbackHost(h string) bool {
+// IsLoopbackHost is SPEC §3.3's loopback: 127.0.0.0/8, ::1 or
+// "localhost". Private-network addresses are not loopback. Every address
+// metaharness dials or listens on is held to it.
+func IsLoopbackHost(h string) bool {
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	if strings.EqualFold(h, "localhost") {
 		return true
@@ -109,7 +110,7 @@ func parseListen(addr string) (string, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return "", exit.Refuse(RefuseListenNotLoopback, "--listen %q has no valid port; use 127.0.0.1:0 for an ephemeral one", addr)
 	}
-	if host == "" || !isLoopbackHost(host) {
+	if host == "" || !IsLoopbackHost(host) {
 		return "", exit.Refuse(RefuseListenNotLoopback,
 			"--listen %q is not a loopback address: the proxy holds the real token and must be reachable from this machine only; use 127.0.0.1:0 or a --unix socket", addr)
 	}
@@ -136,7 +137,7 @@ func parseUpstream(raw string) (*url.URL, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !isLoopbackHost(u.Hostname()) {
+		if !IsLoopbackHost(u.Hostname()) {
 			return nil, exit.Refuse(RefuseUpstreamNotHTTPS,
 				"--upstream %q is plain http to a host that is not loopback; the token would cross the network in clear, use https", raw)
 		}

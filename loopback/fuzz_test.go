@@ -22,7 +22,7 @@ func FuzzConfigParsers(f *testing.F) {
 			if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Host == "" {
 				t.Fatalf("accepted upstream %q as %#v", upstream, u)
 			}
-			if u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname())) {
+			if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname())) {
 				t.Fatalf("accepted upstream %q: scheme %q host %q", upstream, u.Scheme, u.Hostname())
 			}
 		}

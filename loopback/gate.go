@@ -86,7 +86,7 @@ func (p *Proxy) gateForward(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	switch {
 	case !p.egressAllowed(host, port):
 		rec.Refused = RefusedEgress
-	case r.URL.Scheme != "https" && !isLoopbackHost(host):
+	case r.URL.Scheme != "https" && !IsLoopbackHost(host):
 		rec.Refused = RefusedEgressPlainHTTP
 	}
 	if rec.Refused != "" {

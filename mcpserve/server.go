@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -296,14 +297,13 @@ func ListenLoopback(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, exit.Refuse("http-not-loopback", "--http %s is not HOST:PORT (%v); give a loopback address such as 127.0.0.1:8765", addr, err)
 	}
+	if !loopback.IsLoopbackHost(host) {
+		return nil, exit.Refuse("http-not-loopback", "--http %s: %s is not a loopback address, and the server has no authentication; give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr, host)
+	}
 	if strings.EqualFold(host, "localhost") {
 		host = "127.0.0.1"
 	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return nil, exit.Refuse("http-not-loopback", "--http %s: %s is not a loopback address, and the server has no authentication; give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr, host)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip.String(), port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
 		return nil, exit.Wrap("http-not-loopback", err, "--http %s cannot be listened on", addr)
 	}
