@@ -26,4 +26,3 @@
 // A refusal after the session (the re-check, or an auditor that says
 // nothing) ends the run with exit 2 and no report: the audit was not done.
 package attest
-

@@ -26,4 +26,3 @@
 //
 // The C3 vectors in conformance/testdata/c3 pin these rules end to end.
 package frame
-

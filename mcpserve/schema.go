@@ -6,7 +6,6 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-
 // ContractSchemaFile is the published schema's file name under schemas/.
 const ContractSchemaFile = "tool-contract.schema.json"
 

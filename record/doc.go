@@ -19,4 +19,3 @@ const (
 	EventFormat   = "metaharness.event/1"
 	CommandFormat = "metaharness.command/1"
 )
-

@@ -254,9 +254,9 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 // child certainly runs): no process below metaharness, and no file in the
 // child's scratch tree, holds the real token; the vendor holds a placeholder.
 type secretWatch struct {
-	t     *testing.T
-	token string
-	pid   chan int
+	t           *testing.T
+	token       string
+	pid         chan int
 	mu          sync.Mutex
 	looks       int
 	errs        []string
