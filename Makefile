@@ -8,7 +8,7 @@ test:
 	scripts/test
 
 fuzz:
-	scripts/loopback-only scripts/fuzz-brief $(or $(FUZZTIME),30s)
+	scripts/loopback-only scripts/fuzz-brief $(or $(FUZZTIME),500000x)
 
 schemas:
 	go generate ./...
