@@ -126,6 +126,9 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if err := frame.CheckMode(mode, r.frame); err != nil {
 		return exit.Refused, err
 	}
+	if err := checkOutputPaths(s); err != nil {
+		return exit.Refused, err
+	}
 	if err := r.openEvents(); err != nil {
 		return exit.Refused, err
 	}
@@ -156,6 +159,29 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		}
 	}
 	return r.launch(ctx, mode)
+}
+
+// checkOutputPaths refuses, before anything starts, the places the run
+// writes only at its end: a session must not run to completion and then lose
+// its attestation or transcript to a path that was never usable.
+func checkOutputPaths(s *Spec) error {
+	if p := s.AttestationFile; p != "" {
+		if _, err := os.Lstat(p); err == nil {
+			return exit.Refuse("attestation-file", "--attestation %s already exists; name a new file, so that no earlier record is overwritten", p)
+		}
+		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
+			return exit.Refuse("attestation-file", "--attestation %s: its directory %s does not exist; create it first", p, filepath.Dir(p))
+		}
+	}
+	if d := s.RetainDir; d != "" {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return exit.Refuse("retain-dir", "--retain-dir %s is not an existing directory; create it first", d)
+		}
+		if _, err := os.Lstat(filepath.Join(d, "transcript.jsonl")); err == nil {
+			return exit.Refuse("retain-dir", "--retain-dir %s already holds a transcript.jsonl; name an empty directory, so that no earlier transcript is overwritten", d)
+		}
+	}
+	return nil
 }
 
 func (r *run) pairing() attest.Pairing {

@@ -19,7 +19,7 @@ import (
 // runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
 type runCmd struct {
 	Kind     string       `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
-	Hermetic hermeticFlag `default:"off" help:"Impose the hermetic controls (bare: on); strict also fails the run on any gating row that is not ok."`
+	Hermetic hermeticFlag `default:"off" help:"Recorded mode (bare: on); the controls are always imposed. strict owes an audit and fails the run on any gating row that is not ok."`
 	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
 	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
 
