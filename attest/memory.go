@@ -143,7 +143,9 @@ type Workdir struct {
 // in the row; on claude the row stays imposed (it rests on
 // --setting-sources "" and the fresh scratch config home), on codex and b10x
 // the loader would read it, so the row is unavailable (a gap). A memory file
-// at the root is the tree's own and goes into ambient_inputs.
+// at the root is the tree's own and goes into ambient_inputs. On claude both
+// claims are held to TestRunClaudeMemoryCanary: without --setting-sources ""
+// the pinned loader reads files above and at the root, with it neither.
 func AttestWorkdir(w Workdir, a *record.Attestation) {
 	dir := w.Dir
 	switch {
@@ -162,12 +164,16 @@ func AttestWorkdir(w Workdir, a *record.Attestation) {
 	case len(w.Walk.Above) == 0:
 		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf("the ancestor walk from %s found no memory file (%s) above it", dir, shapes)})
 	case w.Kind == "claude":
-		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf(`--setting-sources "" and a fresh scratch config home keep memory files out; the ancestor walk from %s reports above it: %s`, dir, bounded(w.Walk.Above, ", "))})
+		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf(`--setting-sources "" and a fresh scratch config home keep memory files out (a canary test holds the pinned Claude Code to it); the ancestor walk from %s reports above it: %s`, dir, bounded(w.Walk.Above, ", "))})
 	default:
 		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: H11, Why: fmt.Sprintf("the %s loader reads memory files above %s, and the ancestor walk found: %s", w.Kind, dir, bounded(w.Walk.Above, ", "))})
 	}
 	for _, f := range w.Walk.AtRoot {
-		in := fmt.Sprintf("memory file %s at the root of %s: the tree's own, read by the vendor", f, dir)
+		read := "read by the vendor"
+		if w.Kind == "claude" {
+			read = `not loaded under --setting-sources ""`
+		}
+		in := fmt.Sprintf("memory file %s at the root of %s: the tree's own, %s", f, dir, read)
 		if !slices.Contains(a.AmbientInputs, in) {
 			a.AmbientInputs = append(a.AmbientInputs, in)
 		}

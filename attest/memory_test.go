@@ -134,6 +134,8 @@ func TestAttestWorkdirThroughTheFloor(t *testing.T) {
 			"declared", "found: /CLAUDE.md", nil, 1},
 		{"--scratch-cwd, memory at the root: the copy's own", Workdir{Kind: "codex", Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
 			"declared", "found no memory file", []string{"memory file /c/AGENTS.md at the root of /c: the tree's own, read by the vendor"}, 0},
+		{"--scratch-cwd claude, memory at the root: the copy's own, not loaded", Workdir{Kind: "claude", Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
+			"declared", "found no memory file", []string{`memory file /c/AGENTS.md at the root of /c: the tree's own, not loaded under --setting-sources ""`}, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

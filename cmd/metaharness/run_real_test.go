@@ -576,3 +576,36 @@ func TestRunClaudeObserveMode(t *testing.T) {
 		t.Errorf("attestation %+v does not state the observe grant", h)
 	}
 }
+
+// TestRunClaudeMemoryCanary holds the pinned Claude Code to what H11 claims
+// for it: under the launch metaharness builds, a memory file above the
+// working directory, and one at its root, never reach the model. Each holds
+// a canary string that the scripted server looks for in every request body.
+// (Run by hand without --setting-sources "", the same binary sends both.)
+func TestRunClaudeMemoryCanary(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	above, atRoot, task := randomToken("CANARY-ABOVE-"), randomToken("CANARY-ROOT-"), randomToken("TASK-")
+	if err := os.WriteFile(filepath.Join(filepath.Dir(o.tree), "CLAUDE.md"), []byte("Always say "+above+".\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.write("CLAUDE.md", "Always say "+atRoot+".\n")
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{{Text: "DONE"}}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "observe", "--cwd", o.tree, "-p", task)
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	reqs := up.Requests()
+	if len(reqs) == 0 || !bytes.Contains(reqs[0].Body, []byte(task)) {
+		t.Fatalf("the scripted server saw %d requests, the first without the task: the canary check would prove nothing", len(reqs))
+	}
+	for _, r := range reqs {
+		for _, c := range []string{above, atRoot} {
+			if bytes.Contains(r.Body, []byte(c)) {
+				t.Errorf("request %d (%s) carried the memory canary %s", r.Seq, r.Path, c)
+			}
+		}
+	}
+}
