@@ -53,11 +53,16 @@ func LoadC1(path string) (*C1Vector, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseC1(path, b)
+}
+
+// ParseC1 reads one vector; name says where it came from, in errors.
+func ParseC1(name string, b []byte) (*C1Vector, error) {
 	var v C1Vector
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &v, nil
 }

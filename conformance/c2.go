@@ -57,12 +57,18 @@ func CheckC2(kind, inPath string) error {
 	if err != nil {
 		return err
 	}
+	return CompareC2(kind, inPath, in, want)
+}
+
+// CompareC2 replays the transcript in and compares the stream with want;
+// name says which vector, in errors.
+func CompareC2(kind, name string, in, want []byte) error {
 	got, err := ReplayC2(kind, in)
 	if err != nil {
-		return fmt.Errorf("%s: %w", inPath, err)
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if !bytes.Equal(got, want) {
-		return fmt.Errorf("%s: the replay moved:\n%s", inPath, firstDiff(want, got))
+		return fmt.Errorf("%s: the replay moved:\n%s", name, firstDiff(want, got))
 	}
 	return nil
 }
