@@ -109,6 +109,16 @@ func LookPath(name, path string) (string, error) {
 	return "", fmt.Errorf("%s is not an executable file on %s", name, path)
 }
 
+// ChildPath is the PATH a child gets: the caller's ~/.local/bin, then the
+// system directories. The vendor binary is looked up on it, so what runs is
+// what the caller installed, never whatever their shell PATH finds first.
+func ChildPath(callerHome string) string {
+	if callerHome == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
+}
+
 // VersionOf runs "binary --version" with env and returns the first word that
 // starts with a digit ("2.1.328 (Claude Code)" → "2.1.328").
 func VersionOf(ctx context.Context, binary string, env []string) (string, error) {

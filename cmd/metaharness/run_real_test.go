@@ -609,3 +609,25 @@ func TestRunClaudeMemoryCanary(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorRealClaude: doctor puts the launch's flags to the pinned Claude
+// Code itself, including those its --help leaves out (--max-turns), and the
+// real binary takes every one and stops at the missing --settings file.
+func TestDoctorRealClaude(t *testing.T) {
+	o := newOperator(t, "unused")
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "doctor", "claude")
+	cmd.Env = o.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor claude: %v\n%s", err, out)
+	}
+	for _, want := range []string{"2.1.328 — on the adapter's pin", "takes every flag the launch uses", "--max-turns", "would be clean (exit 0)"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
+		}
+	}
+}

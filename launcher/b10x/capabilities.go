@@ -41,3 +41,11 @@ func Capabilities() *launcher.Capabilities {
 		CatalogueRendering: nil,
 	}
 }
+
+// Vendor is the b10x loop's program as doctor sees it; `run b10x` is not
+// built, so there is no launch whose flags it could put to the binary.
+type Vendor struct{}
+
+func (Vendor) Capabilities() *launcher.Capabilities { return Capabilities() }
+func (Vendor) BinaryName() string                   { return "b10x-harness" }
+func (Vendor) ChildPath(home string) string         { return launcher.ChildPath(home) }

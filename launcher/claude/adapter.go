@@ -18,7 +18,7 @@ var _ launcher.Adapter = Adapter{}
 
 func (Adapter) Capabilities() *launcher.Capabilities { return Capabilities() }
 func (Adapter) BinaryName() string                   { return "claude" }
-func (Adapter) ChildPath(home string) string         { return ChildPath(home) }
+func (Adapter) ChildPath(home string) string         { return launcher.ChildPath(home) }
 func (Adapter) NewTranscript() launcher.Transcript   { return &Reader{} }
 func (Adapter) OwnedTool(published string) string    { return OwnedPrefix + published }
 func (Adapter) HookTimeout() time.Duration           { return HookTimeoutSeconds * time.Second }

@@ -53,7 +53,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 
 	env := map[string]string{
 		"HOME":               home,
-		"PATH":               ChildPath(w.Env["HOME"]),
+		"PATH":               launcher.ChildPath(w.Env["HOME"]),
 		"TMPDIR":             tmp,
 		"CLAUDE_CODE_TMPDIR": tmp,
 		"CLAUDE_CONFIG_DIR":  configHome,
@@ -155,15 +155,6 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
 		MCPServers:  nonNilStrings(servers),
 	}, nil
-}
-
-// ChildPath is the PATH the child gets: the caller's ~/.local/bin, then the
-// system directories. The vendor binary is looked up on it.
-func ChildPath(callerHome string) string {
-	if callerHome == "" {
-		return "/usr/local/bin:/usr/bin:/bin"
-	}
-	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
 }
 
 func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string) record.Attestation {

@@ -45,3 +45,11 @@ func Capabilities() *launcher.Capabilities {
 		CatalogueRendering: s("{mcp}"),
 	}
 }
+
+// Vendor is the codex program as doctor sees it; `run codex` is not built,
+// so there is no launch whose flags it could put to the binary.
+type Vendor struct{}
+
+func (Vendor) Capabilities() *launcher.Capabilities { return Capabilities() }
+func (Vendor) BinaryName() string                   { return "codex" }
+func (Vendor) ChildPath(home string) string         { return launcher.ChildPath(home) }
