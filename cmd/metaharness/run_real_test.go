@@ -631,3 +631,36 @@ func TestDoctorRealClaude(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceLiveRealClaude: `conformance claude --live` drives the
+// pinned Claude Code through the built-in session and every step holds;
+// under --contract stdout stays the one JSON line and the steps go to stderr.
+func TestConformanceLiveRealClaude(t *testing.T) {
+	o := newOperator(t, "unused")
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "conformance", "claude", "--live")
+	cmd.Env = o.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("conformance claude --live: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "\nPASS live "); n != 6 || !strings.Contains(string(out), "6 live steps, 0 failed") {
+		t.Errorf("%d PASS live lines, want 6:\n%s", n, out)
+	}
+	cmd = exec.Command(bin, "conformance", "claude", "--live", "--contract")
+	cmd.Env = o.env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("conformance claude --live --contract: %v\n%s", err, stderr.String())
+	}
+	if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], `{"breaking_changes":0,`) {
+		t.Errorf("stdout is not one contract_result line:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "6 live steps, 0 failed") {
+		t.Errorf("the steps did not go to stderr:\n%s", stderr.String())
+	}
+}
