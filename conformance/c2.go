@@ -16,11 +16,16 @@ import (
 // the reader presents them (no decision engine), so a replay pins the
 // reader alone, byte for byte.
 func ReplayC2(kind string, transcript []byte) ([]byte, error) {
+	return Replay(kind, "c2", transcript)
+}
+
+// Replay is ReplayC2 under the run id run.
+func Replay(kind, run string, transcript []byte) ([]byte, error) {
 	if kind != "claude" {
-		return nil, fmt.Errorf("no C2 reader for kind %q", kind)
+		return nil, fmt.Errorf("no transcript reader for kind %q", kind)
 	}
 	var out bytes.Buffer
-	w := record.NewWriter(&out, "c2")
+	w := record.NewWriter(&out, run)
 	var r claude.Reader
 	sc := bufio.NewScanner(bytes.NewReader(transcript))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)

@@ -307,3 +307,19 @@ func TestSchemasMatchTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodePayloadIsTheLineWithoutItsHeader: the payload alone, keys in
+// wire order, explicit nulls kept.
+func TestEncodePayloadIsTheLineWithoutItsHeader(t *testing.T) {
+	got, err := EncodePayload(&Text{Text: "a<b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"text":"a<b","request_id":null}` {
+		t.Errorf("payload %s", got)
+	}
+	line, _ := EncodeEvent(1, "r", nil, &Text{Text: "a<b"})
+	if !strings.HasSuffix(strings.TrimSpace(string(line)), string(got[1:])) {
+		t.Errorf("the line %s does not end with the payload %s", line, got)
+	}
+}

@@ -126,6 +126,21 @@ func EncodeCommand(id string, c Command) ([]byte, error) {
 }
 
 // appendPayload writes the payload object's members after the header keys.
+// EncodePayload renders an event's payload alone, as one JSON object whose
+// keys are in wire order, the way EncodeEvent writes them.
+func EncodePayload(ev Event) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	if err := appendPayload(&b, ev); err != nil {
+		return nil, err
+	}
+	out := b.Bytes()
+	if len(out) > 1 {
+		out = append([]byte{'{'}, out[2:]...) // drop the separating comma
+	}
+	return append(out, '}'), nil
+}
+
 func appendPayload(b *bytes.Buffer, v any) error {
 	var p bytes.Buffer
 	if err := writeJSON(&p, v); err != nil {

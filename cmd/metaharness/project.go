@@ -1,11 +1,113 @@
 package main
 
-import "github.com/metaharness/metaharness/exit"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+
+	"github.com/metaharness/metaharness/conformance"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/traceir"
+)
+
+// fromFormats are the raw vendor records --from reads, and the reader each
+// goes through.
+var fromFormats = map[string]string{"claude-stream-json": "claude"}
 
 type projectCmd struct {
-	Args []string `arg:"" optional:"" passthrough:"" help:"EVENTS and the verb's flags."`
+	Events []string `arg:"" name:"EVENTS" help:"The event stream to project; with --html a second one is shown beside it."`
+	To     string   `default:"trace-ir" help:"The document format; only trace-ir."`
+	Out    string   `help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
+	HTML   string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet)." type:"path"`
+	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT (claude-stream-json), through the kind's own reader."`
 }
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {
-	return exit.Refused, notBuilt("project", "the trace-ir/1 projection (record)")
+	if c.To != "trace-ir" {
+		return exit.Refused, exit.Refuse("to-unsupported", "--to %s: project writes trace-ir only; drop --to or pass --to trace-ir", c.To)
+	}
+	switch {
+	case len(c.Events) > 2:
+		return exit.Refused, exit.Refuse("viewer-column-count", "%d streams were given; a page shows one or two runs, and a document is made of one", len(c.Events))
+	case len(c.Events) == 2 && c.HTML == "":
+		return exit.Refused, exit.Refuse("viewer-column-count", "two streams were given without --html; a trace-ir document is made of one stream, a page (--html PAGE) shows two side by side")
+	case len(c.Events) == 2 && c.Out != "":
+		return exit.Refused, exit.Refuse("viewer-column-count", "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
+	}
+	kind := ""
+	if c.From != "" {
+		var ok bool
+		if kind, ok = fromFormats[c.From]; !ok {
+			return exit.Refused, exit.Refuse("from-format-unknown", "--from %s: the raw records project reads are claude-stream-json (Claude Code's --output-format stream-json)", c.From)
+		}
+	}
+	var streams []*traceir.Stream
+	var sources []traceir.Source
+	for _, path := range c.Events {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return exit.Refused, exit.Wrap("projection-unreadable", err, "%s cannot be read", path)
+		}
+		src := traceir.Source{Format: record.EventFormat, Bytes: data}
+		events := data
+		if kind != "" {
+			sum := sha256.Sum256(data)
+			if events, err = conformance.Replay(kind, "from-"+hex.EncodeToString(sum[:6]), data); err != nil {
+				return exit.Refused, exit.Wrap("projection-unreadable", err, "%s cannot be read as %s", path, c.From)
+			}
+			src.Format = c.From
+		}
+		s, err := traceir.ReadStream(path, events)
+		if err != nil {
+			return exit.Refused, err
+		}
+		streams, sources = append(streams, s), append(sources, src)
+	}
+	if c.HTML != "" {
+		page, err := traceir.RenderHTML(streams...)
+		if err != nil {
+			return exit.Refused, err
+		}
+		if err := writeNew(c.HTML, "--html", page); err != nil {
+			return exit.Refused, err
+		}
+		if c.Out == "" {
+			return exit.OK, nil
+		}
+	}
+	d, err := traceir.Project(streams[0], sources[0])
+	if err != nil {
+		return exit.Refused, err
+	}
+	doc, err := d.Encode()
+	if err != nil {
+		return exit.Refused, err
+	}
+	if c.Out == "" {
+		_, err = e.stdout.Write(doc)
+		return exit.OK, err
+	}
+	if err := writeNew(c.Out, "--out", doc); err != nil {
+		return exit.Refused, err
+	}
+	return exit.OK, nil
+}
+
+// writeNew creates path (it must not exist) and writes b; a failed write
+// leaves no file behind.
+func writeNew(path, flag string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return exit.Wrap("output-file", err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return exit.Wrap("output-file", err, "writing %s %s", flag, path)
+	}
+	return nil
 }

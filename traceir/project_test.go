@@ -1,0 +1,210 @@
+package traceir
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/record"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden documents and pages from what the code produces")
+
+func project(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadStream(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Project(s, Source{Format: record.EventFormat, Bytes: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to write it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what the code produces now; review, then -update", path)
+	}
+}
+
+// TestGoldenDocuments pins each stream's document byte for byte, and shows
+// that projecting twice gives the same bytes.
+func TestGoldenDocuments(t *testing.T) {
+	streams, _ := filepath.Glob("testdata/streams/*.jsonl")
+	if len(streams) == 0 {
+		t.Fatal("no streams")
+	}
+	for _, p := range streams {
+		name := strings.TrimSuffix(filepath.Base(p), ".jsonl")
+		t.Run(name, func(t *testing.T) {
+			got := project(t, p)
+			if again := project(t, p); !bytes.Equal(got, again) {
+				t.Fatal("two projections of one stream differ")
+			}
+			if !json.Valid(got) || !bytes.HasSuffix(got, []byte("}\n")) {
+				t.Fatal("the document is not one JSON value ending in a newline")
+			}
+			golden(t, filepath.Join("testdata", "golden", name+".trace-ir.json"), got)
+		})
+	}
+}
+
+// TestDocumentShape checks the rules the golden files could hide: families,
+// unk for control-plane events, metaharness-only facts kept out of the
+// events, requests and their event indices, timestamps, completeness.
+func TestDocumentShape(t *testing.T) {
+	var d struct {
+		Events []struct {
+			Index       int     `json:"index"`
+			SourceLine  int     `json:"source_line"`
+			Timestamp   *string `json:"timestamp"`
+			TimestampMS *int64  `json:"timestamp_ms"`
+			Kind        map[string]json.RawMessage
+		}
+		Requests []struct {
+			RequestID string `json:"request_id"`
+			Events    []int
+		}
+		Metaharness struct {
+			Families       map[string]int
+			UnkKinds       map[string]int `json:"unk_kinds"`
+			Hermetic       json.RawMessage
+			Census         json.RawMessage
+			StreamComplete bool `json:"stream_complete"`
+		}
+	}
+	if err := json.Unmarshal(project(t, "testdata/streams/governed-run.jsonl"), &d); err != nil {
+		t.Fatal(err)
+	}
+	kind := func(i int) string { var s string; _ = json.Unmarshal(d.Events[i].Kind["event"], &s); return s }
+	if kind(0) != "session_start" || d.Events[0].Kind["hermetic"] != nil || d.Events[0].Kind["withheld"] != nil {
+		t.Errorf("event 0 is %s and keeps metaharness-only keys: %v", kind(0), d.Events[0].Kind)
+	}
+	if string(d.Metaharness.Hermetic) == "null" || string(d.Metaharness.Census) == "null" {
+		t.Error("the attestation or the census is missing under metaharness")
+	}
+	if kind(6) != "unk" || string(d.Events[6].Kind["event_kind"]) != `"tool.decided"` || d.Events[6].Kind["payload"] == nil {
+		t.Errorf("tool.decided is not carried as unk with its payload: %v", d.Events[6].Kind)
+	}
+	if d.Metaharness.UnkKinds["tool.decided"] != 2 || d.Metaharness.UnkKinds["turn.started"] != 1 {
+		t.Errorf("unk kinds %v", d.Metaharness.UnkKinds)
+	}
+	if len(d.Requests) != 3 || d.Requests[0].RequestID != "msg_0001" || len(d.Requests[0].Events) != 2 {
+		t.Errorf("requests %+v, want three, the first carried by the text and the usage", d.Requests)
+	}
+	for i, e := range d.Events {
+		if e.Index != i || e.SourceLine != i+1 {
+			t.Errorf("event %d has index %d and source line %d", i, e.Index, e.SourceLine)
+		}
+	}
+	if d.Events[2].Timestamp == nil || d.Events[2].TimestampMS == nil || d.Events[1].TimestampMS != nil {
+		t.Error("timestamps are not carried (or invented) as the stream has them")
+	}
+	if !d.Metaharness.StreamComplete {
+		t.Error("a complete stream is not stream_complete")
+	}
+	var cut struct {
+		Metaharness struct {
+			StreamComplete bool `json:"stream_complete"`
+		}
+	}
+	_ = json.Unmarshal(project(t, "testdata/streams/truncated-run.jsonl"), &cut)
+	if cut.Metaharness.StreamComplete {
+		t.Error("a stream with no stream.closed is stream_complete")
+	}
+}
+
+func TestUnreadableLinesAreRefusedByNumber(t *testing.T) {
+	good, _ := os.ReadFile("testdata/streams/truncated-run.jsonl")
+	lines := strings.SplitAfter(string(good), "\n")
+	for _, c := range []struct{ name, data, want string }{
+		{"not json on line 3", lines[0] + lines[1] + "{oops\n" + lines[2], "s line 3 is not an event line"},
+		{"a blank line", lines[0] + "\n" + lines[1], "s line 2 is blank"},
+		{"empty", "", "s holds no event line"},
+		{"a command line", `{"format":"metaharness.command/1","id":"1","command":"halt"}` + "\n", "s line 1 is not an event line"},
+	} {
+		_, err := ReadStream("s", []byte(c.data))
+		var r *exit.Refusal
+		if !errors.As(err, &r) || r.Name != RefuseUnreadable || !strings.Contains(r.Message, c.want) {
+			t.Errorf("%s: %v, want %s naming %q", c.name, err, RefuseUnreadable, c.want)
+		}
+	}
+}
+
+// TestGoldenPages pins the page for one run and for two side by side.
+func TestGoldenPages(t *testing.T) {
+	read := func(name string) *Stream {
+		p := "testdata/streams/" + name + ".jsonl"
+		data, _ := os.ReadFile(p)
+		s, err := ReadStream(name+".jsonl", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	one, err := RenderHTML(read("governed-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "testdata/golden/governed-run.html", one)
+	two, err := RenderHTML(read("governed-run"), read("truncated-run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(two), "first divergence</span>"); n != 1 {
+		t.Errorf("%d first-divergence marks, want 1", n)
+	}
+	if !strings.Contains(string(two), `class="gap">no counterpart`) {
+		t.Error("a call with no counterpart is not an explicit gap row")
+	}
+	golden(t, "testdata/golden/governed-run-vs-truncated-run.html", two)
+	if _, err := RenderHTML(); err == nil {
+		t.Error("a page of no run was rendered")
+	}
+}
+
+// TestPageEscapesWhatTheModelSaid: text from the run is data, never markup.
+func TestPageEscapesWhatTheModelSaid(t *testing.T) {
+	var b bytes.Buffer
+	w := record.NewWriter(&b, "r")
+	_ = w.Emit(&record.Text{Text: `<script>alert(1)</script>`})
+	_ = w.Close(record.ReasonCompleted, nil)
+	s, err := ReadStream("x", b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := RenderHTML(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), "<script>alert") {
+		t.Error("the model's text reached the page as markup")
+	}
+}
