@@ -664,3 +664,29 @@ func TestConformanceLiveRealClaude(t *testing.T) {
 		t.Errorf("the steps did not go to stderr:\n%s", stderr.String())
 	}
 }
+
+// TestDoctorRealCodex: the pinned Codex is found on the child's PATH and
+// held to its pin; with no codex launch built, its flags are not checked,
+// and doctor says so rather than pass them.
+func TestDoctorRealCodex(t *testing.T) {
+	codex := vendortest.Binary(t, "codex")
+	o := newOperator(t, "unused")
+	if err := os.Symlink(codex, filepath.Join(o.home, ".local", "bin", "codex")); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "doctor", "codex")
+	cmd.Env = o.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("doctor codex: %v\n%s", err, out)
+	}
+	for _, want := range []string{"0.169.0 — on the adapter's pin (0.169.0)", "flags: not checked: `run codex` is not built"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
+		}
+	}
+}
