@@ -13,8 +13,10 @@ import (
 // RenderHTML renders one run, or two side by side, as one self-contained
 // static page: each run's header, the tool calls with their decisions and
 // results, the timeline of events, and the attestation's rows. Two runs are
-// aligned by tool-call index; a call with no counterpart is an explicit gap
-// row, and the first row where the runs part is marked.
+// aligned by their step.entered sequence when both were driven through
+// steps (calls aligned by index within each step), else by tool-call index;
+// a call or step with no counterpart is an explicit gap, and the first row
+// where the runs part is marked.
 func RenderHTML(runs ...*Stream) ([]byte, error) {
 	if len(runs) == 0 || len(runs) > 2 {
 		return nil, fmt.Errorf("a page shows one or two runs, not %d", len(runs))
@@ -23,25 +25,58 @@ func RenderHTML(runs ...*Stream) ([]byte, error) {
 	for _, s := range runs {
 		p.Runs = append(p.Runs, viewOf(s))
 	}
-	n := 0
+	bySteps := true
 	for _, r := range p.Runs {
-		n = max(n, len(r.calls))
+		bySteps = bySteps && len(r.steps) > 0
+	}
+	p.BySteps = bySteps && len(p.Runs) == 2
+	nSteps := 0
+	if p.BySteps {
+		nSteps = max(len(p.Runs[0].steps), len(p.Runs[1].steps))
 	}
 	diverged := false
-	for i := 0; i < n; i++ {
-		row := callRow{Index: i + 1}
-		for _, r := range p.Runs {
-			if i < len(r.calls) {
-				c := r.calls[i]
-				row.Cells = append(row.Cells, &c)
-			} else {
-				row.Cells = append(row.Cells, nil)
-			}
-		}
-		if len(p.Runs) == 2 && !diverged && !sameCall(row.Cells[0], row.Cells[1]) {
+	mark := func(row *callRow, differ bool) {
+		if len(p.Runs) == 2 && !diverged && differ {
 			row.FirstDivergence, diverged = true, true
 		}
-		p.Calls = append(p.Calls, row)
+	}
+	index := 0
+	// Step -1 holds the calls made before any step.entered (all of them
+	// when the runs are not aligned by step).
+	for step := -1; step < nSteps; step++ {
+		if step >= 0 {
+			row := callRow{}
+			for _, r := range p.Runs {
+				label := "no counterpart"
+				if step < len(r.steps) {
+					label = r.steps[step]
+				}
+				row.Step = append(row.Step, label)
+			}
+			mark(&row, row.Step[0] != row.Step[1])
+			p.Calls = append(p.Calls, row)
+		}
+		var cols [][]call
+		for _, r := range p.Runs {
+			cols = append(cols, r.callsIn(step, p.BySteps))
+		}
+		n := 0
+		for _, c := range cols {
+			n = max(n, len(c))
+		}
+		for i := 0; i < n; i++ {
+			index++
+			row := callRow{Index: index}
+			for _, c := range cols {
+				if i < len(c) {
+					row.Cells = append(row.Cells, &c[i])
+				} else {
+					row.Cells = append(row.Cells, nil)
+				}
+			}
+			mark(&row, len(row.Cells) == 2 && !sameCall(row.Cells[0], row.Cells[1]))
+			p.Calls = append(p.Calls, row)
+		}
 	}
 	var b bytes.Buffer
 	if err := pageTemplate.Execute(&b, p); err != nil {
@@ -51,8 +86,9 @@ func RenderHTML(runs ...*Stream) ([]byte, error) {
 }
 
 type page struct {
-	Runs  []runView
-	Calls []callRow
+	Runs    []runView
+	Calls   []callRow
+	BySteps bool
 }
 
 type runView struct {
@@ -61,6 +97,25 @@ type runView struct {
 	Rows                                               []attestRow
 	Ambient                                            []string
 	calls                                              []call
+	steps                                              []string // each step.entered, in order
+}
+
+// callsIn is the run's calls made in its step-th step (-1: before any), or
+// all of them when the page is not aligned by step.
+func (v runView) callsIn(step int, bySteps bool) []call {
+	if !bySteps {
+		if step == -1 {
+			return v.calls
+		}
+		return nil
+	}
+	var out []call
+	for _, c := range v.calls {
+		if c.step == step {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 type timelineRow struct {
@@ -73,10 +128,13 @@ type attestRow struct{ Row, State, Text string }
 type call struct {
 	Name, Input, Decision, Result string
 	Denied                        bool
+	step                          int // the step it was made in, -1 before any
 }
 
+// callRow is a step's header row (Step set) or one call per run.
 type callRow struct {
 	Index           int
+	Step            []string
 	Cells           []*call
 	FirstDivergence bool
 }
@@ -120,7 +178,9 @@ func viewOf(s *Stream) runView {
 				continue // the vendor's record and the seam present one call twice
 			}
 			byCall[e.CallID] = len(v.calls)
-			v.calls = append(v.calls, call{Name: e.Name, Input: clip(string(e.Input), 200), Decision: "none recorded", Result: "none recorded"})
+			v.calls = append(v.calls, call{Name: e.Name, Input: clip(string(e.Input), 200), Decision: "none recorded", Result: "none recorded", step: len(v.steps) - 1})
+		case *record.StepEntered:
+			v.steps = append(v.steps, fmt.Sprintf("%s/%s #%d, attempt %d", e.Step.Workflow, e.Step.State, e.Step.Index, e.Step.Attempt))
 		case *record.ToolDecided:
 			if i, ok := byCall[e.CallID]; ok {
 				d := e.Decision.Decision + " by " + e.DecidedBy
@@ -227,10 +287,10 @@ tr.diverge td{border-top:3px solid #c62828}.mark{color:#c62828;font-weight:bold}
 </section>
 {{end}}</div>
 
-<h2>Tool calls{{if eq (len .Runs) 2}}, aligned by call index{{end}}</h2>
+<h2>Tool calls{{if .BySteps}}, aligned by step{{else if eq (len .Runs) 2}}, aligned by call index{{end}}</h2>
 {{if .Calls}}<table>
 <tr><th>#</th>{{range .Runs}}<th>{{.Run}}</th>{{end}}</tr>
-{{range .Calls}}<tr{{if .FirstDivergence}} class="diverge"{{end}}><td>{{.Index}}{{if .FirstDivergence}} <span class="mark">first divergence</span>{{end}}</td>{{range .Cells}}{{if .}}<td{{if .Denied}} class="deny"{{end}}><b>{{.Name}}</b> <code>{{.Input}}</code><br>decision: {{.Decision}}<br>result: <code>{{.Result}}</code></td>{{else}}<td class="gap">no counterpart</td>{{end}}{{end}}</tr>
+{{range .Calls}}<tr{{if .FirstDivergence}} class="diverge"{{end}}>{{if .Step}}<td>step{{if .FirstDivergence}} <span class="mark">first divergence</span>{{end}}</td>{{range .Step}}<th>{{.}}</th>{{end}}{{else}}<td>{{.Index}}{{if .FirstDivergence}} <span class="mark">first divergence</span>{{end}}</td>{{range .Cells}}{{if .}}<td{{if .Denied}} class="deny"{{end}}><b>{{.Name}}</b> <code>{{.Input}}</code><br>decision: {{.Decision}}<br>result: <code>{{.Result}}</code></td>{{else}}<td class="gap">no counterpart</td>{{end}}{{end}}{{end}}</tr>
 {{end}}</table>
 {{else}}<p>No tool call was requested.</p>
 {{end}}

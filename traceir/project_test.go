@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,5 +207,49 @@ func TestPageEscapesWhatTheModelSaid(t *testing.T) {
 	}
 	if strings.Contains(string(page), "<script>alert") {
 		t.Error("the model's text reached the page as markup")
+	}
+}
+
+// TestPageAlignsDrivenRunsByStep: two runs driven through steps line up
+// step by step, calls by index within a step; a step where they part is
+// the first divergence, and a call with no counterpart is a gap.
+func TestPageAlignsDrivenRunsByStep(t *testing.T) {
+	stream := func(run string, steps map[string][]string, order ...string) *Stream {
+		var b bytes.Buffer
+		w := record.NewWriter(&b, run)
+		n := 0
+		for i, st := range order {
+			_ = w.Emit(&record.StepEntered{Step: record.StepRef{Workflow: "w", State: st, Index: uint32(i + 1), Attempt: 1}})
+			for _, name := range steps[st] {
+				n++
+				_ = w.Emit(&record.ToolRequested{CallID: fmt.Sprint(n), Name: name, Input: json.RawMessage(`{}`), Seam: "hook"})
+			}
+		}
+		_ = w.Close(record.ReasonCompleted, nil)
+		s, err := ReadStream(run, b.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a := stream("a", map[string][]string{"plan": {"Read"}, "edit": {"Write"}}, "plan", "edit")
+	b := stream("b", map[string][]string{"plan": {"Read"}, "test": {"Bash", "Bash"}}, "plan", "test")
+	page, err := RenderHTML(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(page)
+	for _, want := range []string{
+		"Tool calls, aligned by step",
+		`<tr><td>step</td><th>w/plan #1, attempt 1</th><th>w/plan #1, attempt 1</th></tr>`,
+		`<tr class="diverge"><td>step <span class="mark">first divergence</span></td><th>w/edit #2, attempt 1</th><th>w/test #2, attempt 1</th></tr>`,
+		`<td class="gap">no counterpart</td><td><b>Bash</b>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, "first divergence</span>"); n != 1 {
+		t.Errorf("%d first-divergence marks, want 1", n)
 	}
 }
