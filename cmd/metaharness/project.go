@@ -18,7 +18,7 @@ var fromFormats = map[string]string{"claude-stream-json": "claude"}
 type projectCmd struct {
 	Events []string `arg:"" name:"EVENTS" help:"The event stream to project; with --html a second one is shown beside it."`
 	To     string   `default:"trace-ir" help:"The document format; only trace-ir."`
-	Out    string   `help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
+	Out    string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
 	HTML   string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet)." type:"path"`
 	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT (claude-stream-json), through the kind's own reader."`
 }
