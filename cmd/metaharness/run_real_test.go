@@ -77,6 +77,19 @@ func (o *operator) sealFrame(ops ...string) string {
 	return p
 }
 
+// metaharness runs `metaharness ARGS` as the operator and returns its
+// combined output.
+func (o *operator) metaharness(args ...string) ([]byte, error) {
+	o.t.Helper()
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = o.env
+	return cmd.CombinedOutput()
+}
+
 // runResult is one `metaharness run` as a process saw it.
 type runResult struct {
 	code   int
@@ -615,13 +628,7 @@ func TestRunClaudeMemoryCanary(t *testing.T) {
 // real binary takes every one and stops at the missing --settings file.
 func TestDoctorRealClaude(t *testing.T) {
 	o := newOperator(t, "unused")
-	bin, err := exec.LookPath("metaharness")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "doctor", "claude")
-	cmd.Env = o.env
-	out, err := cmd.CombinedOutput()
+	out, err := o.metaharness("doctor", "claude")
 	if err != nil {
 		t.Fatalf("doctor claude: %v\n%s", err, out)
 	}
@@ -637,20 +644,15 @@ func TestDoctorRealClaude(t *testing.T) {
 // under --contract stdout stays the one JSON line and the steps go to stderr.
 func TestConformanceLiveRealClaude(t *testing.T) {
 	o := newOperator(t, "unused")
-	bin, err := exec.LookPath("metaharness")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "conformance", "claude", "--live")
-	cmd.Env = o.env
-	out, err := cmd.CombinedOutput()
+	out, err := o.metaharness("conformance", "claude", "--live")
 	if err != nil {
 		t.Fatalf("conformance claude --live: %v\n%s", err, out)
 	}
 	if n := strings.Count(string(out), "\nPASS live "); n != 6 || !strings.Contains(string(out), "6 live steps, 0 failed") {
 		t.Errorf("%d PASS live lines, want 6:\n%s", n, out)
 	}
-	cmd = exec.Command(bin, "conformance", "claude", "--live", "--contract")
+	bin, _ := exec.LookPath("metaharness")
+	cmd := exec.Command(bin, "conformance", "claude", "--live", "--contract")
 	cmd.Env = o.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -674,13 +676,7 @@ func TestDoctorRealCodex(t *testing.T) {
 	if err := os.Symlink(codex, filepath.Join(o.home, ".local", "bin", "codex")); err != nil {
 		t.Fatal(err)
 	}
-	bin, err := exec.LookPath("metaharness")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "doctor", "codex")
-	cmd.Env = o.env
-	out, err := cmd.CombinedOutput()
+	out, err := o.metaharness("doctor", "codex")
 	if err != nil {
 		t.Fatalf("doctor codex: %v\n%s", err, out)
 	}
