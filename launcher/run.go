@@ -22,6 +22,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -345,15 +346,7 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 // writeFiles writes the plan's scratch files with exclusive create.
 func writeFiles(files []File) error {
 	for _, f := range files {
-		fd, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, os.FileMode(f.Mode))
-		if err != nil {
-			return exit.Wrap("scratch-write", err, "writing %s", f.Path)
-		}
-		_, err = io.WriteString(fd, f.Content)
-		if cerr := fd.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := newfile.Write(f.Path, []byte(f.Content), os.FileMode(f.Mode)); err != nil {
 			return exit.Wrap("scratch-write", err, "writing %s", f.Path)
 		}
 	}
@@ -643,7 +636,7 @@ func copyFile(from, to string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(to, b, 0o600)
+	return newfile.Write(to, b, 0o600)
 }
 
 func writeJSONFile(path string, v any) error {
@@ -651,16 +644,10 @@ func writeJSONFile(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := newfile.Write(path, append(b, '\n'), 0o600); err != nil {
 		return exit.Wrap("attestation-file", err, "--attestation %s cannot be created (it must not exist yet)", path)
 	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return nil
 }
 
 func strPtr(s string) *string { return &s }

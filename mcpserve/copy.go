@@ -1,10 +1,8 @@
 package mcpserve
 
 import (
-	"errors"
-	"os"
-
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/newfile"
 )
 
 // CopyBytes renders the checked contract as its scratch copy (SPEC §7.4):
@@ -53,7 +51,7 @@ func (s ScratchCopier) WriteCopy(c *Contract, path, happened string) error {
 	}
 	write := s.Write
 	if write == nil {
-		write = writeExclusive
+		write = func(path string, data []byte) error { return newfile.Write(path, data, 0o600) }
 	}
 	if err := write(path, data); err != nil {
 		return differs("could not be written", err)
@@ -73,14 +71,4 @@ func orRoot(where string) string {
 		return "the document root"
 	}
 	return where
-}
-
-// writeExclusive creates path (never overwriting) and writes data to it.
-func writeExclusive(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	return errors.Join(werr, f.Close())
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/traceir"
 )
@@ -94,20 +95,11 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	return exit.OK, nil
 }
 
-// writeNew creates path (it must not exist) and writes b; a failed write
+// writeNew writes b to path, which must not exist yet; a failed write
 // leaves no file behind.
 func writeNew(path, flag string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := newfile.Write(path, b, 0o644); err != nil {
 		return exit.Wrap("output-file", err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-		return exit.Wrap("output-file", err, "writing %s %s", flag, path)
 	}
 	return nil
 }
