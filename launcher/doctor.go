@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -21,10 +22,12 @@ type Vendor interface {
 }
 
 // FlagProber is a kind whose launch flags can be put to the vendor binary
-// without a model, a network or a credential. Probe returns the flags it put
-// and one fault per flag (or probe) the binary did not take.
+// without a model, a network or a credential, from the environment a launch
+// for callerHome would construct, inside scratch (an empty directory doctor
+// removes). It returns the flags it put and one fault per flag (or probe)
+// the binary did not take.
 type FlagProber interface {
-	ProbeFlags(ctx context.Context, binary, childPath string) (checked, faults []string, err error)
+	ProbeFlags(ctx context.Context, binary, callerHome, scratch string) (checked, faults []string, err error)
 }
 
 // Doctor answers, before any run, whether a launch of v would be clean: the
@@ -45,7 +48,11 @@ func Doctor(ctx context.Context, v Vendor, callerHome string, out io.Writer) (ex
 		return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
 	}
 	defer os.RemoveAll(scratch)
-	version, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + scratch})
+	home := filepath.Join(scratch, "version-home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch HOME for the vendor in %s", scratch)
+	}
+	version, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
 	if err != nil {
 		return exit.Refused, exit.Wrap("version-unknown", err, "the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
 	}
@@ -58,7 +65,11 @@ func Doctor(ctx context.Context, v Vendor, callerHome string, out io.Writer) (ex
 		fmt.Fprintf(&b, "%s: %s %s — OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it\n", kind, binary, version, pins)
 	}
 	if p, ok := v.(FlagProber); ok {
-		checked, bad, err := p.ProbeFlags(ctx, binary, childPath)
+		probe := filepath.Join(scratch, "probe")
+		if err := os.Mkdir(probe, 0o700); err != nil {
+			return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch directory for the flag probe in %s", scratch)
+		}
+		checked, bad, err := p.ProbeFlags(ctx, binary, callerHome, probe)
 		switch {
 		case err != nil:
 			faults++

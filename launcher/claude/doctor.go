@@ -23,27 +23,30 @@ var unknownOption = regexp.MustCompile(`unknown option '([^']+)'`)
 const settingsMissing = "Settings file not found"
 
 // ProbeFlags puts every flag of the widest launch the plan builds to the
-// binary, with a --settings file that does not exist. Claude Code's --help
-// leaves some flags it takes unlisted (--max-turns), so the binary's option
-// parser is asked instead: it names the first option it does not know, or
-// gets as far as the settings file and stops there, before any request.
-// The model endpoint is a closed loopback port, should it ever get further.
-func (Adapter) ProbeFlags(ctx context.Context, binary, childPath string) ([]string, []string, error) {
-	dir, err := os.MkdirTemp("", "mh-probe-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(dir)
+// binary, in the environment and scratch layout that launch would have,
+// but without its files: the --settings file does not exist. Claude Code's
+// --help leaves some flags it takes unlisted (--max-turns), so the binary's
+// option parser is asked instead: it names the first option it does not
+// know, or gets as far as the settings file and stops there, before any
+// request. The model endpoint is a closed loopback port, should it ever get
+// further.
+func (Adapter) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
 	spec := &launcher.Spec{Kind: "claude", Prompt: "doctor", Credentials: "none", Decisions: "frame", Hermetic: "off",
 		Model: "doctor-probe", Effort: "low", MaxTurns: 1, MaxBudgetUSD: "0.01"}
 	w := &launcher.World{
-		Env: map[string]string{}, Scratch: dir, Binary: binary, Self: filepath.Join(dir, "metaharness"),
-		DecisionSocket: filepath.Join(dir, "decisions.sock"), CatalogueCopy: filepath.Join(dir, "catalogue.json"),
+		Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: binary, Self: filepath.Join(scratch, "metaharness"),
+		DecisionSocket: filepath.Join(scratch, "decisions.sock"), CatalogueCopy: filepath.Join(scratch, "catalogue.json"),
 		CatalogueTools: []string{"read_file"}, Context: "doctor",
 	}
 	plan, err := Plan(spec, w)
 	if err != nil {
 		return nil, nil, err
+	}
+	// The directories a run makes for every kind (launcher.Run), then the plan's own.
+	for _, d := range append([]string{filepath.Join(scratch, "home"), filepath.Join(scratch, "tmp"), plan.Dir}, plan.Dirs...) {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, nil, err
+		}
 	}
 	var checked []string
 	for _, a := range plan.Args {
@@ -57,10 +60,8 @@ func (Adapter) ProbeFlags(ctx context.Context, binary, childPath string) ([]stri
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, plan.Args...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + childPath, "HOME=" + dir, "CLAUDE_CONFIG_DIR=" + filepath.Join(dir, "claude-home"),
-		"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_TELEMETRY=1"}
+	cmd.Dir = plan.Dir
+	cmd.Env = append(plan.Env, "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
 	cmd.WaitDelay = 2 * time.Second
 	out, runErr := cmd.CombinedOutput()
 	if m := unknownOption.FindSubmatch(out); m != nil {
