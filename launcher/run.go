@@ -23,6 +23,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -83,7 +84,7 @@ type run struct {
 	auditor  *attest.Auditor
 	frame    *frame.Frame
 	contract *mcpserve.Contract
-	context  []ContextFile
+	context  []contextfile.File
 	scratch  string
 	cwd      string // the child's working directory
 	socket   string // the decision channel
@@ -150,7 +151,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		}
 	}
 	if len(s.Context) > 0 {
-		if r.context, err = LoadContextFiles(s.Cwd, s.Context); err != nil {
+		if r.context, err = contextfile.Load(s.Cwd, s.Context); err != nil {
 			return exit.Refused, err
 		}
 	}
@@ -253,7 +254,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	}
 	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
 	if len(r.context) > 0 {
-		w.Context = RenderContextFiles(r.context)
+		w.Context = contextfile.Render(r.context)
 	}
 	if r.contract != nil {
 		w.CatalogueCopy = filepath.Join(r.scratch, "catalogue.json")
@@ -267,7 +268,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
-	if err := CheckArgSizes(append([]string{plan.Program}, plan.Args...), r.context); err != nil {
+	if err := contextfile.CheckArgSizes(append([]string{plan.Program}, plan.Args...), r.context); err != nil {
 		return exit.Refused, err
 	}
 	for _, d := range plan.Dirs {
@@ -564,7 +565,7 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	att := plan.Attestation
 	ev.Hermetic = &att
 	ev.Transcript = &record.TranscriptRef{Path: filepath.Join(r.scratch, "transcript.jsonl")}
-	ev.ContextFiles = ContextRecords(r.context, r.a.ContextChannel())
+	ev.ContextFiles = contextfile.Records(r.context, r.a.ContextChannel())
 	if r.contract != nil {
 		ev.Withheld = []record.Withheld{}
 		ops := []string{}

@@ -24,7 +24,7 @@ type World struct {
 	// the loopback proxy (loopback.Proxy.ChildEnv), under --credentials
 	// loopback.
 	LoopbackEnv map[string]string `json:"loopback_env,omitempty"`
-	// Context is the rendered --context block (RenderContextFiles).
+	// Context is the rendered --context block (contextfile.Render).
 	Context string `json:"context,omitempty"`
 	// MemoryAbove lists memory files (attest.MemoryShapes) found above the
 	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).

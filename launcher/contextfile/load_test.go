@@ -1,4 +1,4 @@
-package launcher
+package contextfile
 
 import (
 	"crypto/sha256"
@@ -10,46 +10,48 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/metaharness/metaharness/internal/gitindex/gittest"
 	"golang.org/x/sys/unix"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/record"
 )
 
-// contextOpeners runs a test once through openat2 and once through the walk
+// openers runs a test once through openat2 and once through the walk
 // that stands in for it where the kernel has no openat2, and reports how
 // often the kernel's openat2 was asked.
-func contextOpeners(t *testing.T, f func(t *testing.T, openat2Calls *int)) {
+func openers(t *testing.T, f func(t *testing.T, openat2Calls *int)) {
 	t.Run("openat2", func(t *testing.T) {
 		if _, err := unix.Openat2(unix.AT_FDCWD, ".", &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC}); errors.Is(err, unix.ENOSYS) {
 			t.Skip("this kernel has no openat2; the walk variant covers the loader")
 		}
 		calls := 0
-		real := contextOpenat2
-		contextOpenat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
+		real := openat2
+		openat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
 			calls++
 			return real(dirfd, path, how)
 		}
-		t.Cleanup(func() { contextOpenat2 = real })
+		t.Cleanup(func() { openat2 = real })
 		f(t, &calls)
 	})
 	t.Run("walk without openat2", func(t *testing.T) {
 		calls := 0
-		real := contextOpenat2
-		contextOpenat2 = func(int, string, *unix.OpenHow) (int, error) {
+		real := openat2
+		openat2 = func(int, string, *unix.OpenHow) (int, error) {
 			calls++
 			return -1, unix.ENOSYS
 		}
-		t.Cleanup(func() { contextOpenat2 = real })
+		t.Cleanup(func() { openat2 = real })
 		f(t, &calls)
 	})
 }
 
-// contextTestTree builds a repository with every kind of thing --context
+// testTree builds a repository with every kind of thing --context
 // must accept or refuse, and returns its root.
-func contextTestTree(t *testing.T) string {
+func testTree(t *testing.T) string {
 	t.Helper()
-	dir := gitTestRepo(t, map[string]string{
+	dir := gittest.Repo(t, map[string]string{
 		"ok.md":          "hello\n",
 		"docs/b.md":      "b text",
 		"docs/deep/c.md": "c\n",
@@ -58,7 +60,7 @@ func contextTestTree(t *testing.T) string {
 		"a&b.md":         "amp\n",
 	}, false)
 	outside := filepath.Join(t.TempDir(), "outside.md")
-	gitTestWriteFiles(t, filepath.Dir(outside), map[string]string{"outside.md": "secret\n"})
+	gittest.WriteFiles(t, filepath.Dir(outside), map[string]string{"outside.md": "secret\n"})
 	for link, target := range map[string]string{
 		"link.md":     "ok.md",
 		"linkdir":     "docs",
@@ -70,15 +72,15 @@ func contextTestTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	gitTest(t, dir, "add", "-A") // the links are in the index too: refused for being links
+	gittest.Git(t, dir, "add", "-A") // the links are in the index too: refused for being links
 	if err := unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitTestWriteFiles(t, dir, map[string]string{"untracked.md": "not added\n", "docs/untracked.md": "no\n"})
+	gittest.WriteFiles(t, dir, map[string]string{"untracked.md": "not added\n", "docs/untracked.md": "no\n"})
 	return dir
 }
 
-func contextWantRefusal(t *testing.T, err error, code string, inMessage ...string) {
+func wantRefusal(t *testing.T, err error, code string, inMessage ...string) {
 	t.Helper()
 	var r *exit.Refusal
 	if !errors.As(err, &r) {
@@ -94,8 +96,8 @@ func contextWantRefusal(t *testing.T, err error, code string, inMessage ...strin
 	}
 }
 
-func TestLoadContextFilesRefusals(t *testing.T) {
-	dir := contextTestTree(t)
+func TestLoadRefusals(t *testing.T) {
+	dir := testTree(t)
 	cases := []struct {
 		name  string
 		cwd   string // relative to the tree; "-" for no --cwd
@@ -130,18 +132,18 @@ func TestLoadContextFilesRefusals(t *testing.T) {
 		{"a file used as a directory", ".", []string{"ok.md/x"}, "context-unreadable", []string{"ok.md/x"}},
 		{"--cwd that does not exist", "nowhere", []string{"ok.md"}, "context-unreadable", []string{"nowhere"}},
 	}
-	contextOpeners(t, func(t *testing.T, openat2Calls *int) {
+	openers(t, func(t *testing.T, openat2Calls *int) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				cwd := ""
 				if c.cwd != "-" {
 					cwd = filepath.Join(dir, c.cwd)
 				}
-				files, err := LoadContextFiles(cwd, c.paths)
+				files, err := Load(cwd, c.paths)
 				if files != nil {
 					t.Errorf("refused load returned files: %+v", files)
 				}
-				contextWantRefusal(t, err, c.code, c.say...)
+				wantRefusal(t, err, c.code, c.say...)
 				if got := exit.Line(err); !strings.HasPrefix(got, "metaharness: "+c.code+": ") {
 					t.Errorf("stderr line %q", got)
 				}
@@ -153,15 +155,15 @@ func TestLoadContextFilesRefusals(t *testing.T) {
 	})
 }
 
-func TestLoadContextFilesNotInAnyRepository(t *testing.T) {
+func TestLoadNotInAnyRepository(t *testing.T) {
 	dir := t.TempDir()
-	gitTestWriteFiles(t, dir, map[string]string{"a.md": "a\n"})
-	_, err := LoadContextFiles(dir, []string{"a.md"})
-	contextWantRefusal(t, err, "context-not-in-git-index", "a.md", "not in a git repository")
+	gittest.WriteFiles(t, dir, map[string]string{"a.md": "a\n"})
+	_, err := Load(dir, []string{"a.md"})
+	wantRefusal(t, err, "context-not-in-git-index", "a.md", "not in a git repository")
 }
 
-func TestLoadContextFilesBrokenIndexOrGitfile(t *testing.T) {
-	dir := gitTestRepo(t, map[string]string{"a.md": "a\n"}, false)
+func TestLoadBrokenIndexOrGitfile(t *testing.T) {
+	dir := gittest.Repo(t, map[string]string{"a.md": "a\n"}, false)
 	idx := filepath.Join(dir, ".git", "index")
 	data, err := os.ReadFile(idx)
 	if err != nil {
@@ -171,19 +173,19 @@ func TestLoadContextFilesBrokenIndexOrGitfile(t *testing.T) {
 	if err := os.WriteFile(idx, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadContextFiles(dir, []string{"a.md"})
-	contextWantRefusal(t, err, "context-git-index-unreadable", "a.md", "checksum")
+	_, err = Load(dir, []string{"a.md"})
+	wantRefusal(t, err, "context-git-index-unreadable", "a.md", "checksum")
 
 	copyDir := t.TempDir()
-	gitTestWriteFiles(t, copyDir, map[string]string{"a.md": "a\n", ".git": "gitdir: ../gone.git\n"})
-	_, err = LoadContextFiles(copyDir, []string{"a.md"})
-	contextWantRefusal(t, err, "context-git-index-unreadable", "a.md", "gone.git")
+	gittest.WriteFiles(t, copyDir, map[string]string{"a.md": "a\n", ".git": "gitdir: ../gone.git\n"})
+	_, err = Load(copyDir, []string{"a.md"})
+	wantRefusal(t, err, "context-git-index-unreadable", "a.md", "gone.git")
 }
 
-func TestLoadContextFilesReadsOnceAndDigests(t *testing.T) {
-	dir := contextTestTree(t)
-	contextOpeners(t, func(t *testing.T, _ *int) {
-		files, err := LoadContextFiles(dir, []string{"ok.md", "./docs//b.md", "docs/deep/./c.md", "a&b.md"})
+func TestLoadReadsOnceAndDigests(t *testing.T) {
+	dir := testTree(t)
+	openers(t, func(t *testing.T, _ *int) {
+		files, err := Load(dir, []string{"ok.md", "./docs//b.md", "docs/deep/./c.md", "a&b.md"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,127 +209,127 @@ func TestLoadContextFilesReadsOnceAndDigests(t *testing.T) {
 		if files[0].Text != "hello\n" || files[1].Text != "b text" {
 			t.Errorf("texts: %q %q", files[0].Text, files[1].Text)
 		}
-		recs := ContextRecords(files, "append-system-prompt")
+		recs := Records(files, "append-system-prompt")
 		if recs[3].SHA256 != files[3].SHA256 || recs[3].Path != "a&b.md" || recs[3].Channel != "append-system-prompt" {
 			t.Errorf("record: %+v", recs[3])
 		}
 	})
 }
 
-func TestLoadContextFilesFromSubdirectoryAndWorktree(t *testing.T) {
-	dir := contextTestTree(t)
-	files, err := LoadContextFiles(filepath.Join(dir, "docs"), []string{"deep/c.md"})
+func TestLoadFromSubdirectoryAndWorktree(t *testing.T) {
+	dir := testTree(t)
+	files, err := Load(filepath.Join(dir, "docs"), []string{"deep/c.md"})
 	if err != nil || files[0].Path != "deep/c.md" {
 		t.Fatalf("%+v, %v", files, err)
 	}
 
-	main := gitTestRepo(t, map[string]string{"a.md": "a\n"}, true)
+	main := gittest.Repo(t, map[string]string{"a.md": "a\n"}, true)
 	wt := filepath.Join(t.TempDir(), "wt")
-	gitTest(t, main, "worktree", "add", "-q", "-b", "side", wt)
+	gittest.Git(t, main, "worktree", "add", "-q", "-b", "side", wt)
 	for _, d := range []string{main, wt} {
-		gitTestWriteFiles(t, d, map[string]string{"new.md": "new\n"})
+		gittest.WriteFiles(t, d, map[string]string{"new.md": "new\n"})
 	}
-	gitTest(t, wt, "add", "new.md")
-	if _, err := LoadContextFiles(wt, []string{"new.md", "a.md"}); err != nil {
+	gittest.Git(t, wt, "add", "new.md")
+	if _, err := Load(wt, []string{"new.md", "a.md"}); err != nil {
 		t.Errorf("worktree (a .git gitfile) with the file in its own index: %v", err)
 	}
-	_, err = LoadContextFiles(main, []string{"new.md"})
-	contextWantRefusal(t, err, "context-not-in-git-index", "new.md")
+	_, err = Load(main, []string{"new.md"})
+	wantRefusal(t, err, "context-not-in-git-index", "new.md")
 }
 
-func TestLoadContextFilesScratchCopyWithGitfile(t *testing.T) {
+func TestLoadScratchCopyWithGitfile(t *testing.T) {
 	// An embedder's scratch copy: the tree copied elsewhere, with a .git
 	// gitfile pointing back at the repository's git directory.
-	orig := gitTestRepo(t, map[string]string{"notes/n.md": "n\n"}, true)
+	orig := gittest.Repo(t, map[string]string{"notes/n.md": "n\n"}, true)
 	scratch := t.TempDir()
-	gitTestWriteFiles(t, scratch, map[string]string{
+	gittest.WriteFiles(t, scratch, map[string]string{
 		"notes/n.md":       "n\n",
 		"notes/unknown.md": "u\n",
 		".git":             "gitdir: " + filepath.Join(orig, ".git") + "\n",
 	})
-	if _, err := LoadContextFiles(scratch, []string{"notes/n.md"}); err != nil {
+	if _, err := Load(scratch, []string{"notes/n.md"}); err != nil {
 		t.Errorf("scratch copy: %v", err)
 	}
-	_, err := LoadContextFiles(scratch, []string{"notes/unknown.md"})
-	contextWantRefusal(t, err, "context-not-in-git-index", "notes/unknown.md")
+	_, err := Load(scratch, []string{"notes/unknown.md"})
+	wantRefusal(t, err, "context-not-in-git-index", "notes/unknown.md")
 }
 
-func TestLoadContextFilesByteCap(t *testing.T) {
+func TestLoadByteCap(t *testing.T) {
 	// The cap counts content plus rendered path: "a&b.md" renders as
 	// "a&amp;b.md", 10 bytes, so 65,526 bytes of content fit exactly.
 	fill := func(n int) string { return strings.Repeat("x", n) }
-	dir := gitTestRepo(t, map[string]string{
-		"a&b.md":   fill(ContextMaxBytes - len("a&amp;b.md")),
-		"over.md":  fill(ContextMaxBytes - len("over.md") + 1),
-		"half1.md": fill(ContextMaxBytes/2 - len("half1.md")),
-		"half2.md": fill(ContextMaxBytes/2 - len("half2.md")),
+	dir := gittest.Repo(t, map[string]string{
+		"a&b.md":   fill(MaxBytes - len("a&amp;b.md")),
+		"over.md":  fill(MaxBytes - len("over.md") + 1),
+		"half1.md": fill(MaxBytes/2 - len("half1.md")),
+		"half2.md": fill(MaxBytes/2 - len("half2.md")),
 		"one.md":   "1",
-		"huge.md":  fill(10 * ContextMaxBytes),
+		"huge.md":  fill(10 * MaxBytes),
 	}, false)
-	contextOpeners(t, func(t *testing.T, _ *int) {
-		if _, err := LoadContextFiles(dir, []string{"a&b.md"}); err != nil {
+	openers(t, func(t *testing.T, _ *int) {
+		if _, err := Load(dir, []string{"a&b.md"}); err != nil {
 			t.Errorf("exactly at the cap: %v", err)
 		}
-		if _, err := LoadContextFiles(dir, []string{"half1.md", "half2.md"}); err != nil {
+		if _, err := Load(dir, []string{"half1.md", "half2.md"}); err != nil {
 			t.Errorf("two files exactly at the cap: %v", err)
 		}
-		_, err := LoadContextFiles(dir, []string{"over.md"})
-		contextWantRefusal(t, err, "context-too-large", "over.md", "65536")
-		_, err = LoadContextFiles(dir, []string{"half1.md", "half2.md", "one.md"})
-		contextWantRefusal(t, err, "context-too-large", "one.md", "65536 used by the files before it")
-		_, err = LoadContextFiles(dir, []string{"huge.md"})
-		contextWantRefusal(t, err, "context-too-large", "huge.md")
+		_, err := Load(dir, []string{"over.md"})
+		wantRefusal(t, err, "context-too-large", "over.md", "65536")
+		_, err = Load(dir, []string{"half1.md", "half2.md", "one.md"})
+		wantRefusal(t, err, "context-too-large", "one.md", "65536 used by the files before it")
+		_, err = Load(dir, []string{"huge.md"})
+		wantRefusal(t, err, "context-too-large", "huge.md")
 	})
 }
 
-func TestContextOpenRetriesEAGAIN(t *testing.T) {
-	dir := contextTestTree(t)
-	real := contextOpenat2
-	t.Cleanup(func() { contextOpenat2 = real })
+func TestOpenRetriesEAGAIN(t *testing.T) {
+	dir := testTree(t)
+	real := openat2
+	t.Cleanup(func() { openat2 = real })
 	fails := 2
-	contextOpenat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
+	openat2 = func(dirfd int, path string, how *unix.OpenHow) (int, error) {
 		if fails > 0 {
 			fails--
 			return -1, unix.EAGAIN
 		}
 		return real(dirfd, path, how)
 	}
-	if _, err := LoadContextFiles(dir, []string{"ok.md"}); err != nil {
+	if _, err := Load(dir, []string{"ok.md"}); err != nil {
 		t.Errorf("two EAGAINs then success: %v", err)
 	}
-	contextOpenat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, unix.EAGAIN }
-	_, err := LoadContextFiles(dir, []string{"ok.md"})
-	contextWantRefusal(t, err, "context-unreadable", "ok.md")
+	openat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, unix.EAGAIN }
+	_, err := Load(dir, []string{"ok.md"})
+	wantRefusal(t, err, "context-unreadable", "ok.md")
 }
 
-func TestContextRecordsAbsentWhenNoFiles(t *testing.T) {
-	if ContextRecords(nil, "append-system-prompt") != nil {
+func TestRecordsAbsentWhenNoFiles(t *testing.T) {
+	if Records(nil, "append-system-prompt") != nil {
 		t.Error("no files must give a nil list, so that context_files is absent")
 	}
-	if files, err := LoadContextFiles("", nil); files != nil || err != nil {
+	if files, err := Load("", nil); files != nil || err != nil {
 		t.Errorf("no --context: %v, %v", files, err)
 	}
 }
 
-// TestContextOpenBeneathRefusesEscapes holds both openers to their own
-// contract, whatever LoadContextFiles checked before calling them.
-func TestContextOpenBeneathRefusesEscapes(t *testing.T) {
-	dir := contextTestTree(t)
+// TestOpenBeneathRefusesEscapes holds both openers to their own
+// contract, whatever Load checked before calling them.
+func TestOpenBeneathRefusesEscapes(t *testing.T) {
+	dir := testTree(t)
 	dirfd, err := unix.Open(filepath.Join(dir, "docs"), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Close(dirfd)
-	contextOpeners(t, func(t *testing.T, _ *int) {
+	openers(t, func(t *testing.T, _ *int) {
 		for _, rel := range []string{"../ok.md", "deep/../../ok.md", "/etc/hostname"} {
-			if fd, err := contextOpenBeneath(dirfd, rel); !errors.Is(err, errContextEscapes) {
+			if fd, err := openBeneath(dirfd, rel); !errors.Is(err, errEscapes) {
 				if err == nil {
 					unix.Close(fd)
 				}
-				t.Errorf("%s: %v, want errContextEscapes", rel, err)
+				t.Errorf("%s: %v, want errEscapes", rel, err)
 			}
 		}
-		fd, err := contextOpenBeneath(dirfd, "deep/c.md")
+		fd, err := openBeneath(dirfd, "deep/c.md")
 		if err != nil {
 			t.Fatalf("deep/c.md: %v", err)
 		}

@@ -1,9 +1,15 @@
-package launcher
-
-// --context FILE (SPEC §5.1): the files a run is handed. Each is opened
-// beneath the --cwd tree without following a symbolic link, read once, and
-// the same bytes are digested, rendered and recorded. Every refusal comes
-// before anything is started and names the path.
+// Package contextfile is --context FILE (SPEC §5.1): the files a run hands
+// the model as reference data. Load opens each beneath the --cwd tree
+// without following a symbolic link, checks that git's index names it, and
+// reads it once; the same bytes are then digested, rendered (Render) and
+// recorded (Records). Every refusal comes before anything is started and
+// names the path. CheckArgSizes holds the finished launch to the kernel's
+// limit on one argument, since the rendering travels on argv.
+//
+// It is a package of its own because it is a parser of outside input with
+// its own refusals and fuzz targets, and none of it is the run: the
+// launcher calls Load, Render and Records and knows nothing else of it.
+package contextfile
 
 import (
 	"crypto/sha256"
@@ -18,21 +24,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/gitindex"
 	"github.com/metaharness/metaharness/record"
 )
 
 const (
-	// ContextMaxFiles is the most --context files one run takes.
-	ContextMaxFiles = 16
-	// ContextMaxBytes bounds what the files add to the launch: the sum over
+	// MaxFiles is the most --context files one run takes.
+	MaxFiles = 16
+	// MaxBytes bounds what the files add to the launch: the sum over
 	// all files of the content's bytes plus the rendered path's bytes.
 	//
 	// The rendered path of a file is its path as it appears between the
 	// quotes of path="…" in the rendering: the cleaned, slash-separated path
-	// relative to --cwd (ContextFile.Path) after attribute escaping
-	// (contextEscapeAttr). For an ordinary path such as docs/a.md it is the
+	// relative to --cwd (File.Path) after attribute escaping
+	// (escapeAttr). For an ordinary path such as docs/a.md it is the
 	// path itself.
-	ContextMaxBytes = 65536
+	MaxBytes = 65536
 )
 
 // Refusal codes of --context. Each is exit 2 and names the path.
@@ -50,9 +57,9 @@ const (
 	contextUnreadable         = "context-unreadable"
 )
 
-// ContextFile is one declared --context file as read: the bytes that were
+// File is one declared --context file as read: the bytes that were
 // digested are the bytes that are handed over.
-type ContextFile struct {
+type File struct {
 	// Path is the declared path cleaned (no "." or empty components),
 	// slash-separated and relative to --cwd.
 	Path string
@@ -63,12 +70,12 @@ type ContextFile struct {
 }
 
 // Bytes is the size of the content.
-func (f ContextFile) Bytes() int { return len(f.Text) }
+func (f File) Bytes() int { return len(f.Text) }
 
-// ContextRecords lists files for session.started.context_files, each with
+// Records lists files for session.started.context_files, each with
 // the channel that carried it to the model (for example
 // "append-system-prompt"). It returns nil for no files, so the key is absent.
-func ContextRecords(files []ContextFile, channel string) []record.ContextFile {
+func Records(files []File, channel string) []record.ContextFile {
 	if len(files) == 0 {
 		return nil
 	}
@@ -79,14 +86,14 @@ func ContextRecords(files []ContextFile, channel string) []record.ContextFile {
 	return out
 }
 
-// LoadContextFiles reads the --context files named by paths (as declared,
+// Load reads the --context files named by paths (as declared,
 // relative to cwd, in order) beneath cwd. It refuses, naming the path: no
-// cwd; more than ContextMaxFiles files; an empty, absolute or ".." path; a
+// cwd; more than MaxFiles files; an empty, absolute or ".." path; a
 // symbolic link anywhere on the path; anything but a regular file; a file
 // the git index of the repository holding cwd does not name at stage 0;
-// more than ContextMaxBytes of content and rendered paths together; content
+// more than MaxBytes of content and rendered paths together; content
 // that is not UTF-8 text; a file that cannot be read. No paths, no files.
-func LoadContextFiles(cwd string, paths []string) ([]ContextFile, error) {
+func Load(cwd string, paths []string) ([]File, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -95,14 +102,14 @@ func LoadContextFiles(cwd string, paths []string) ([]ContextFile, error) {
 			"--context %s: context files are read beneath the --cwd tree and this run has no --cwd; add --cwd DIR naming the repository the files are in, or leave --context out",
 			paths[0])
 	}
-	if len(paths) > ContextMaxFiles {
+	if len(paths) > MaxFiles {
 		return nil, exit.Refuse(contextTooManyFiles,
 			"%d --context files declared (%s … %s), more than %d; declare at most %d",
-			len(paths), paths[0], paths[len(paths)-1], ContextMaxFiles, ContextMaxFiles)
+			len(paths), paths[0], paths[len(paths)-1], MaxFiles, MaxFiles)
 	}
 	rels := make([]string, len(paths))
 	for i, p := range paths {
-		rel, err := contextCleanPath(p)
+		rel, err := cleanPath(p)
 		if err != nil {
 			return nil, err
 		}
@@ -110,13 +117,13 @@ func LoadContextFiles(cwd string, paths []string) ([]ContextFile, error) {
 	}
 	dirfd, err := unix.Open(cwd, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, contextRefuseBecause(contextUnreadable, err,
+		return nil, refuseBecause(contextUnreadable, err,
 			"--context %s: the --cwd directory %s cannot be opened (%v); name an existing directory with --cwd", paths[0], cwd, err)
 	}
 	defer unix.Close(dirfd)
 
-	l := contextLoader{cwd: cwd, dirfd: dirfd, budget: ContextMaxBytes}
-	files := make([]ContextFile, len(paths))
+	l := loader{cwd: cwd, dirfd: dirfd, budget: MaxBytes}
+	files := make([]File, len(paths))
 	for i := range paths {
 		f, err := l.load(paths[i], rels[i])
 		if err != nil {
@@ -127,12 +134,12 @@ func LoadContextFiles(cwd string, paths []string) ([]ContextFile, error) {
 	return files, nil
 }
 
-// contextCleanPath checks a declared path's spelling and returns it cleaned.
+// cleanPath checks a declared path's spelling and returns it cleaned.
 // It refuses an empty path, one with a NUL byte or that is not UTF-8
 // (context-path-invalid), an absolute path or one with a ".." component
 // (context-path-escapes, even where the ".." would stay inside), and one
 // ending in "/", which names a directory (context-not-regular-file).
-func contextCleanPath(p string) (string, error) {
+func cleanPath(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", exit.Refuse(contextPathInvalid, "--context was given an empty path; name a file relative to --cwd")
@@ -154,9 +161,9 @@ func contextCleanPath(p string) (string, error) {
 	return path.Clean(p), nil
 }
 
-// contextCheckText refuses content that is not UTF-8 text: invalid UTF-8,
+// checkText refuses content that is not UTF-8 text: invalid UTF-8,
 // or a NUL byte, which no argument or C string can carry.
-func contextCheckText(declared string, text []byte) error {
+func checkText(declared string, text []byte) error {
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRune(text[i:])
 		switch {
@@ -174,96 +181,96 @@ func contextCheckText(declared string, text []byte) error {
 	return nil
 }
 
-// contextLoader carries what the files of one declaration share: the open
+// loader carries what the files of one declaration share: the open
 // --cwd, the git index (read at the first file), and the byte budget left.
-type contextLoader struct {
+type loader struct {
 	cwd    string
 	dirfd  int
 	budget int
-	repo   gitIndexRepo
-	index  *gitIndex
+	repo   gitindex.Repo
+	index  *gitindex.Index
 }
 
 // load opens, checks and reads one file.
-func (l *contextLoader) load(declared, rel string) (ContextFile, error) {
-	fd, err := contextOpenBeneath(l.dirfd, rel)
+func (l *loader) load(declared, rel string) (File, error) {
+	fd, err := openBeneath(l.dirfd, rel)
 	switch {
-	case errors.Is(err, errContextSymlink):
-		return ContextFile{}, exit.Refuse(contextSymlink,
+	case errors.Is(err, errSymlink):
+		return File{}, exit.Refuse(contextSymlink,
 			"--context %s is or passes through a symbolic link beneath --cwd %s; links are never followed, name the file by its real path beneath --cwd",
 			declared, l.cwd)
-	case errors.Is(err, errContextEscapes):
-		return ContextFile{}, exit.Refuse(contextPathEscapes,
+	case errors.Is(err, errEscapes):
+		return File{}, exit.Refuse(contextPathEscapes,
 			"--context %s resolves outside --cwd %s; name a file beneath --cwd", declared, l.cwd)
 	case err != nil:
-		return ContextFile{}, contextRefuseBecause(contextUnreadable, err,
+		return File{}, refuseBecause(contextUnreadable, err,
 			"--context %s cannot be opened beneath --cwd %s (%v); name a readable file that exists there", declared, l.cwd, err)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return ContextFile{}, contextRefuseBecause(contextUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
+		return File{}, refuseBecause(contextUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return ContextFile{}, exit.Refuse(contextNotRegularFile,
-			"--context %s is a %s, not a regular file; name a regular file", declared, contextFileKind(fi.Mode()))
+		return File{}, exit.Refuse(contextNotRegularFile,
+			"--context %s is a %s, not a regular file; name a regular file", declared, fileKind(fi.Mode()))
 	}
 	if err := l.checkIndexed(declared, rel); err != nil {
-		return ContextFile{}, err
+		return File{}, err
 	}
-	pathBytes := len(contextEscapeAttr(rel))
+	pathBytes := len(escapeAttr(rel))
 	room := l.budget - pathBytes
 	if room < 0 || fi.Size() > int64(room) {
-		return ContextFile{}, l.tooLarge(declared, fi.Size(), pathBytes)
+		return File{}, l.tooLarge(declared, fi.Size(), pathBytes)
 	}
 	text, err := io.ReadAll(io.LimitReader(f, int64(room)+1))
 	if err != nil {
-		return ContextFile{}, contextRefuseBecause(contextUnreadable, err, "--context %s cannot be read (%v); name a readable regular file", declared, err)
+		return File{}, refuseBecause(contextUnreadable, err, "--context %s cannot be read (%v); name a readable regular file", declared, err)
 	}
 	if len(text) > room {
-		return ContextFile{}, l.tooLarge(declared, int64(len(text)), pathBytes)
+		return File{}, l.tooLarge(declared, int64(len(text)), pathBytes)
 	}
-	if err := contextCheckText(declared, text); err != nil {
-		return ContextFile{}, err
+	if err := checkText(declared, text); err != nil {
+		return File{}, err
 	}
 	l.budget -= pathBytes + len(text)
 	sum := sha256.Sum256(text)
-	return ContextFile{Path: rel, Text: string(text), SHA256: hex.EncodeToString(sum[:])}, nil
+	return File{Path: rel, Text: string(text), SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-func (l *contextLoader) tooLarge(declared string, size int64, pathBytes int) error {
+func (l *loader) tooLarge(declared string, size int64, pathBytes int) error {
 	return exit.Refuse(contextTooLarge,
 		"--context %s (at least %d bytes of content and %d of rendered path) brings the declared files past %d bytes of content and rendered path together (%d used by the files before it); declare fewer or smaller files",
-		declared, size, pathBytes, ContextMaxBytes, ContextMaxBytes-l.budget)
+		declared, size, pathBytes, MaxBytes, MaxBytes-l.budget)
 }
 
 // checkIndexed refuses a file that the index of the repository holding
 // --cwd does not name at stage 0. The index is read once, at the first file.
-func (l *contextLoader) checkIndexed(declared, rel string) error {
+func (l *loader) checkIndexed(declared, rel string) error {
 	if l.index == nil {
-		repo, err := gitIndexFindRepo(l.cwd)
-		if errors.Is(err, errGitIndexNoRepo) {
+		repo, err := gitindex.FindRepo(l.cwd)
+		if errors.Is(err, gitindex.ErrNoRepo) {
 			return exit.Refuse(contextNotInGitIndex,
 				"--context %s: --cwd %s is not in a git repository (%v); context files must be named by git's index, run the session in a repository and git add the file",
 				declared, l.cwd, err)
 		}
 		if err != nil {
-			return contextRefuseBecause(contextGitIndexUnreadable, err,
+			return refuseBecause(contextGitIndexUnreadable, err,
 				"--context %s: the git repository that holds --cwd %s cannot be found (%v); repair its .git gitfile or directory", declared, l.cwd, err)
 		}
-		ix, err := gitIndexLoad(repo)
+		ix, err := gitindex.Load(repo)
 		if err != nil {
-			return contextRefuseBecause(contextGitIndexUnreadable, err,
+			return refuseBecause(contextGitIndexUnreadable, err,
 				"--context %s: git's index of the repository at %s cannot be read (%v); repair it and run again", declared, repo.Root, err)
 		}
 		l.repo, l.index = repo, ix
 	}
-	name, err := gitIndexRepoPath(l.repo, l.cwd, rel)
+	name, err := l.repo.PathOf(l.cwd, rel)
 	if err != nil {
-		return contextRefuseBecause(contextGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
+		return refuseBecause(contextGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
 	}
-	if !l.index.Names(name) {
+	if !l.index.Has(name) {
 		return exit.Refuse(contextNotInGitIndex,
 			"--context %s (%s in the repository at %s) is not named in git's index; only files git tracks can be handed over, git add it or leave it out",
 			declared, name, l.repo.Root)
@@ -271,16 +278,16 @@ func (l *contextLoader) checkIndexed(declared, rel string) error {
 	return nil
 }
 
-// contextRefuseBecause is a refusal whose message already says err in its
+// refuseBecause is a refusal whose message already says err in its
 // place (before the remedy) and that keeps err as its cause.
-func contextRefuseBecause(name string, err error, format string, args ...any) error {
+func refuseBecause(name string, err error, format string, args ...any) error {
 	r := exit.Refuse(name, format, args...)
 	r.Err = err
 	return r
 }
 
-// contextFileKind names a non-regular file type for a refusal.
-func contextFileKind(m os.FileMode) string {
+// fileKind names a non-regular file type for a refusal.
+func fileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"

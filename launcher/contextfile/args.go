@@ -1,4 +1,4 @@
-package launcher
+package contextfile
 
 import (
 	"fmt"
@@ -12,32 +12,32 @@ import (
 // A longer one makes execve fail with E2BIG after everything else was set up.
 const MaxArgStrlen = 131072
 
-// contextArgumentTooLong is the refusal code for an argument past MaxArgStrlen.
-const contextArgumentTooLong = "argument-too-long"
+// argumentTooLong is the refusal code for an argument past MaxArgStrlen.
+const argumentTooLong = "argument-too-long"
 
 // CheckArgSizes measures every argument of a planned launch against
 // MaxArgStrlen and refuses the first that does not fit, naming it (its index
 // in argv and the flag it belongs to, if any), its size, and each context
 // file with its size, since the --context byte cap bounds what the files add
 // but not the task they are put beside.
-func CheckArgSizes(argv []string, files []ContextFile) error {
+func CheckArgSizes(argv []string, files []File) error {
 	for i, a := range argv {
 		size := len(a) + 1
 		if size <= MaxArgStrlen {
 			continue
 		}
-		return exit.Refuse(contextArgumentTooLong,
+		return exit.Refuse(argumentTooLong,
 			"argument %d of the launch%s is %d bytes with its terminating NUL, past Linux's limit of %d on one argument (MAX_ARG_STRLEN); %s; shorten the task or declare fewer or smaller --context files",
-			i, contextArgFlag(argv, i), size, MaxArgStrlen, contextFileSizes(files))
+			i, argFlag(argv, i), size, MaxArgStrlen, fileSizes(files))
 	}
 	return nil
 }
 
-// contextArgFlag names the flag argument i belongs to: its own "--flag="
+// argFlag names the flag argument i belongs to: its own "--flag="
 // head when it has one, else the flag just before it. The argument's content
 // is never quoted: it may be a task or a file the operator did not mean to
 // print.
-func contextArgFlag(argv []string, i int) string {
+func argFlag(argv []string, i int) string {
 	if flag, _, ok := strings.Cut(argv[i], "="); ok && strings.HasPrefix(flag, "--") && !strings.ContainsAny(flag, " \t\n") {
 		return " (" + flag + "=…)"
 	}
@@ -47,8 +47,8 @@ func contextArgFlag(argv []string, i int) string {
 	return ""
 }
 
-// contextFileSizes lists the context files with their sizes for a refusal.
-func contextFileSizes(files []ContextFile) string {
+// fileSizes lists the context files with their sizes for a refusal.
+func fileSizes(files []File) string {
 	if len(files) == 0 {
 		return "no --context files were declared"
 	}

@@ -1,4 +1,4 @@
-package launcher
+package contextfile
 
 import (
 	"errors"
@@ -8,48 +8,48 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// contextOpenat2 is openat2(2); tests replace it to drive the fallback walk.
-var contextOpenat2 = unix.Openat2
+// openat2 is openat2(2); tests replace it to drive the fallback walk.
+var openat2 = unix.Openat2
 
-// contextOpenFlags open the file itself: read-only, never following a
+// openFlags open the file itself: read-only, never following a
 // symbolic link in the last component, and without blocking on a FIFO or
 // taking a terminal (the file type is checked after the open).
-const contextOpenFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
+const openFlags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
 
-// contextOpenRetries bounds the retries of openat2 when it reports EAGAIN (a
+// openRetries bounds the retries of openat2 when it reports EAGAIN (a
 // rename or mount raced the RESOLVE_BENEATH lookup).
-const contextOpenRetries = 8
+const openRetries = 8
 
-// errContextSymlink: the path is, or passes through, a symbolic link.
-var errContextSymlink = errors.New("the path is or passes through a symbolic link")
+// errSymlink: the path is, or passes through, a symbolic link.
+var errSymlink = errors.New("the path is or passes through a symbolic link")
 
-// errContextEscapes: resolving the path would leave the directory.
-var errContextEscapes = errors.New("the path resolves outside the directory")
+// errEscapes: resolving the path would leave the directory.
+var errEscapes = errors.New("the path resolves outside the directory")
 
-// contextOpenBeneath opens rel (a clean, relative, slash-separated path with
+// openBeneath opens rel (a clean, relative, slash-separated path with
 // no "..") beneath the directory dirfd without following any symbolic link.
 // It uses openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS and falls back to
 // a component-by-component walk with O_NOFOLLOW where the kernel lacks
-// openat2 (ENOSYS). It returns errContextSymlink or errContextEscapes for
+// openat2 (ENOSYS). It returns errSymlink or errEscapes for
 // those refusals and the errno otherwise.
-func contextOpenBeneath(dirfd int, rel string) (int, error) {
+func openBeneath(dirfd int, rel string) (int, error) {
 	how := unix.OpenHow{
-		Flags:   contextOpenFlags,
+		Flags:   openFlags,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
-	for range contextOpenRetries {
-		fd, err := contextOpenat2(dirfd, rel, &how)
+	for range openRetries {
+		fd, err := openat2(dirfd, rel, &how)
 		switch {
 		case err == nil:
 			return fd, nil
 		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
 			continue
 		case errors.Is(err, unix.ENOSYS):
-			return contextOpenWalk(dirfd, rel)
+			return openWalk(dirfd, rel)
 		case errors.Is(err, unix.ELOOP):
-			return -1, errContextSymlink
+			return -1, errSymlink
 		case errors.Is(err, unix.EXDEV):
-			return -1, errContextEscapes
+			return -1, errEscapes
 		default:
 			return -1, err
 		}
@@ -57,14 +57,14 @@ func contextOpenBeneath(dirfd int, rel string) (int, error) {
 	return -1, unix.EAGAIN
 }
 
-// contextOpenWalk opens rel one component at a time, each directory with
+// openWalk opens rel one component at a time, each directory with
 // O_DIRECTORY|O_NOFOLLOW and the last component with O_NOFOLLOW, so no
 // symbolic link is ever followed; it refuses a ".." component itself, so
 // nothing outside dirfd can be reached whatever the caller checked.
-func contextOpenWalk(dirfd int, rel string) (int, error) {
+func openWalk(dirfd int, rel string) (int, error) {
 	parts := strings.Split(rel, "/")
 	if strings.HasPrefix(rel, "/") || slices.Contains(parts, "..") {
-		return -1, errContextEscapes
+		return -1, errEscapes
 	}
 	cur := dirfd
 	defer func() {
@@ -73,7 +73,7 @@ func contextOpenWalk(dirfd int, rel string) (int, error) {
 		}
 	}()
 	for _, part := range parts[:len(parts)-1] {
-		fd, err := contextOpenStep(cur, part, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW)
+		fd, err := openStep(cur, part, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY|unix.O_NOFOLLOW)
 		if err != nil {
 			return -1, err
 		}
@@ -82,13 +82,13 @@ func contextOpenWalk(dirfd int, rel string) (int, error) {
 		}
 		cur = fd
 	}
-	return contextOpenStep(cur, parts[len(parts)-1], contextOpenFlags)
+	return openStep(cur, parts[len(parts)-1], openFlags)
 }
 
-// contextOpenStep is openat(2) of one component, retried on EINTR. A failure
+// openStep is openat(2) of one component, retried on EINTR. A failure
 // is classified by looking at the component without following it, because
 // O_NOFOLLOW reports a link as ELOOP or, beside O_DIRECTORY, as ENOTDIR.
-func contextOpenStep(dirfd int, name string, flags int) (int, error) {
+func openStep(dirfd int, name string, flags int) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, 0)
 		if errors.Is(err, unix.EINTR) {
@@ -97,7 +97,7 @@ func contextOpenStep(dirfd int, name string, flags int) (int, error) {
 		if err != nil {
 			var st unix.Stat_t
 			if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
-				return -1, errContextSymlink
+				return -1, errSymlink
 			}
 		}
 		return fd, err

@@ -1,4 +1,4 @@
-package launcher
+package gitindex
 
 import (
 	"bytes"
@@ -13,66 +13,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/metaharness/metaharness/internal/gitindex/gittest"
 )
 
-// gitTest runs the real git binary in dir with an isolated configuration
-// (no system or global config, a throwaway HOME, fixed identity) and returns
-// its stdout.
-func gitTest(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	bin, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatalf("these tests build real repositories with the git binary, which is not on PATH: %v", err)
-	}
-	base := []string{"-c", "init.defaultBranch=main", "-c", "user.name=metaharness test",
-		"-c", "user.email=test@example.invalid", "-c", "core.autocrlf=false", "-c", "commit.gpgsign=false"}
-	cmd := exec.Command(bin, append(base, args...)...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LC_ALL=C",
-		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("git %s in %s: %v\n%s", strings.Join(args, " "), dir, err, stderr.Bytes())
-	}
-	return string(out)
-}
-
-// gitTestWriteFiles writes files (slash paths relative to dir) with their text.
-func gitTestWriteFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, text := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// gitTestRepo makes a repository in a fresh directory with files added to
-// the index (and committed when commit is set), and returns its root.
-func gitTestRepo(t *testing.T, files map[string]string, commit bool, initArgs ...string) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitTest(t, dir, append([]string{"init", "-q"}, initArgs...)...)
-	gitTestWriteFiles(t, dir, files)
-	gitTest(t, dir, "add", "-A")
-	if commit {
-		gitTest(t, dir, "commit", "-q", "-m", "files")
-	}
-	return dir
-}
-
-// gitTestLsFiles is `git ls-files --stage` as entries, the oracle the parser
+// lsFiles is `git ls-files --stage` as entries, the oracle the parser
 // is held to.
-func gitTestLsFiles(t *testing.T, dir string) []gitIndexEntry {
+func lsFiles(t *testing.T, dir string) []Entry {
 	t.Helper()
-	var out []gitIndexEntry
-	for _, rec := range strings.Split(gitTest(t, dir, "ls-files", "--stage", "-z", "--sparse"), "\x00") {
+	var out []Entry
+	for _, rec := range strings.Split(gittest.Git(t, dir, "ls-files", "--stage", "-z", "--sparse"), "\x00") {
 		if rec == "" {
 			continue
 		}
@@ -80,18 +30,18 @@ func gitTestLsFiles(t *testing.T, dir string) []gitIndexEntry {
 		f := strings.Fields(meta)
 		mode, _ := strconv.ParseUint(f[0], 8, 32)
 		stage, _ := strconv.Atoi(f[2])
-		out = append(out, gitIndexEntry{Name: name, Mode: uint32(mode), Stage: stage})
+		out = append(out, Entry{Name: name, Mode: uint32(mode), Stage: stage})
 	}
 	return out
 }
 
-func gitTestLoadIndex(t *testing.T, dir string) *gitIndex {
+func loadIndex(t *testing.T, dir string) *Index {
 	t.Helper()
-	repo, err := gitIndexFindRepo(dir)
+	repo, err := FindRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := gitIndexLoad(repo)
+	ix, err := Load(repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +50,7 @@ func gitTestLoadIndex(t *testing.T, dir string) *gitIndex {
 
 // Paths that share prefixes (for version 4's prefix compression), a deep
 // one, and ones with bytes that need care.
-var gitTestFiles = map[string]string{
+var testFiles = map[string]string{
 	"README.md":                    "readme\n",
 	"docs/a.md":                    "a\n",
 	"docs/ab.md":                   "ab\n",
@@ -113,7 +63,7 @@ var gitTestFiles = map[string]string{
 	strings.Repeat("p/", 40) + "q": "deep\n",
 }
 
-func TestGitIndexParseMatchesGitForEachVersion(t *testing.T) {
+func TestParseMatchesGitForEachVersion(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		version int
@@ -123,126 +73,126 @@ func TestGitIndexParseMatchesGitForEachVersion(t *testing.T) {
 	}{
 		{name: "v2", version: 2, hash: "sha1"},
 		{name: "v3 with intent-to-add and skip-worktree", version: 3, hash: "sha1", prepare: func(t *testing.T, dir string) {
-			gitTestWriteFiles(t, dir, map[string]string{"docs/intent.md": "later\n"})
-			gitTest(t, dir, "add", "-N", "docs/intent.md")
-			gitTest(t, dir, "update-index", "--skip-worktree", "docs/b.md")
+			gittest.WriteFiles(t, dir, map[string]string{"docs/intent.md": "later\n"})
+			gittest.Git(t, dir, "add", "-N", "docs/intent.md")
+			gittest.Git(t, dir, "update-index", "--skip-worktree", "docs/b.md")
 		}},
 		{name: "v4", version: 4, hash: "sha1", prepare: func(t *testing.T, dir string) {
-			gitTest(t, dir, "update-index", "--index-version", "4")
+			gittest.Git(t, dir, "update-index", "--index-version", "4")
 		}},
 		{name: "v4 with extended flags", version: 4, hash: "sha1", prepare: func(t *testing.T, dir string) {
-			gitTest(t, dir, "update-index", "--index-version", "4")
-			gitTest(t, dir, "update-index", "--skip-worktree", "docs/ab.md")
+			gittest.Git(t, dir, "update-index", "--index-version", "4")
+			gittest.Git(t, dir, "update-index", "--skip-worktree", "docs/ab.md")
 		}},
 		{name: "v2 sha256", version: 2, hash: "sha256", init: []string{"--object-format=sha256"}},
 		{name: "v4 sha256", version: 4, hash: "sha256", init: []string{"--object-format=sha256"}, prepare: func(t *testing.T, dir string) {
-			gitTest(t, dir, "update-index", "--index-version", "4")
+			gittest.Git(t, dir, "update-index", "--index-version", "4")
 		}},
 		{name: "optional extensions (TREE, UNTR)", version: 2, hash: "sha1", prepare: func(t *testing.T, dir string) {
-			gitTest(t, dir, "commit", "-q", "-m", "tree extension")
-			gitTest(t, dir, "update-index", "--untracked-cache")
-			gitTest(t, dir, "status", "--porcelain")
+			gittest.Git(t, dir, "commit", "-q", "-m", "tree extension")
+			gittest.Git(t, dir, "update-index", "--untracked-cache")
+			gittest.Git(t, dir, "status", "--porcelain")
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := gitTestRepo(t, gitTestFiles, false, c.init...)
+			dir := gittest.Repo(t, testFiles, false, c.init...)
 			if c.prepare != nil {
 				c.prepare(t, dir)
 			}
-			ix := gitTestLoadIndex(t, dir)
+			ix := loadIndex(t, dir)
 			if ix.Version != c.version || ix.Hash != c.hash {
 				t.Errorf("version %d %s, want %d %s", ix.Version, ix.Hash, c.version, c.hash)
 			}
-			if d := cmp.Diff(gitTestLsFiles(t, dir), ix.Entries); d != "" {
+			if d := cmp.Diff(lsFiles(t, dir), ix.Entries); d != "" {
 				t.Errorf("entries differ from git ls-files (-git +parsed):\n%s", d)
 			}
-			for name := range gitTestFiles {
-				if !ix.Names(name) {
+			for name := range testFiles {
+				if !ix.Has(name) {
 					t.Errorf("index does not name %q", name)
 				}
 			}
-			if ix.Names("docs") || ix.Names("docs/abc") || ix.Names("untracked.md") {
+			if ix.Has("docs") || ix.Has("docs/abc") || ix.Has("untracked.md") {
 				t.Error("index names a directory or an untracked file")
 			}
 		})
 	}
 }
 
-func TestGitIndexConflictStagesAreNotNamed(t *testing.T) {
-	dir := gitTestRepo(t, map[string]string{"c.md": "base\n", "calm.md": "calm\n"}, true)
-	gitTest(t, dir, "checkout", "-q", "-b", "other")
-	gitTestWriteFiles(t, dir, map[string]string{"c.md": "other\n"})
-	gitTest(t, dir, "commit", "-q", "-am", "other")
-	gitTest(t, dir, "checkout", "-q", "main")
-	gitTestWriteFiles(t, dir, map[string]string{"c.md": "main\n"})
-	gitTest(t, dir, "commit", "-q", "-am", "main")
+func TestConflictStagesAreNotNamed(t *testing.T) {
+	dir := gittest.Repo(t, map[string]string{"c.md": "base\n", "calm.md": "calm\n"}, true)
+	gittest.Git(t, dir, "checkout", "-q", "-b", "other")
+	gittest.WriteFiles(t, dir, map[string]string{"c.md": "other\n"})
+	gittest.Git(t, dir, "commit", "-q", "-am", "other")
+	gittest.Git(t, dir, "checkout", "-q", "main")
+	gittest.WriteFiles(t, dir, map[string]string{"c.md": "main\n"})
+	gittest.Git(t, dir, "commit", "-q", "-am", "main")
 	cmd := exec.Command("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", "merge", "-q", "other")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null"}
 	if err := cmd.Run(); err == nil {
 		t.Fatal("the merge was meant to conflict")
 	}
-	ix := gitTestLoadIndex(t, dir)
-	if d := cmp.Diff(gitTestLsFiles(t, dir), ix.Entries); d != "" {
+	ix := loadIndex(t, dir)
+	if d := cmp.Diff(lsFiles(t, dir), ix.Entries); d != "" {
 		t.Errorf("entries differ from git ls-files (-git +parsed):\n%s", d)
 	}
-	if ix.Names("c.md") {
+	if ix.Has("c.md") {
 		t.Error("a file only at stages 1–3 counts as named")
 	}
-	if !ix.Names("calm.md") {
+	if !ix.Has("calm.md") {
 		t.Error("the untouched file is not named")
 	}
 }
 
-func TestGitIndexSparseIndexDirectoriesParse(t *testing.T) {
-	dir := gitTestRepo(t, gitTestFiles, true)
-	gitTest(t, dir, "sparse-checkout", "init", "--cone", "--sparse-index")
-	gitTest(t, dir, "sparse-checkout", "set", "docs")
-	ix := gitTestLoadIndex(t, dir)
-	if d := cmp.Diff(gitTestLsFiles(t, dir), ix.Entries); d != "" {
+func TestSparseIndexDirectoriesParse(t *testing.T) {
+	dir := gittest.Repo(t, testFiles, true)
+	gittest.Git(t, dir, "sparse-checkout", "init", "--cone", "--sparse-index")
+	gittest.Git(t, dir, "sparse-checkout", "set", "docs")
+	ix := loadIndex(t, dir)
+	if d := cmp.Diff(lsFiles(t, dir), ix.Entries); d != "" {
 		t.Errorf("entries differ from git ls-files --sparse (-git +parsed):\n%s", d)
 	}
-	if !ix.Names("docs/abc/d.md") || ix.Names("src/ünïcödé.md") {
+	if !ix.Has("docs/abc/d.md") || ix.Has("src/ünïcödé.md") {
 		t.Error("a sparse index must name the checked-out files and not the files folded into a directory entry")
 	}
 }
 
-func TestGitIndexSplitIndexIsRefusedWithRemedy(t *testing.T) {
-	dir := gitTestRepo(t, gitTestFiles, false)
-	gitTest(t, dir, "update-index", "--split-index")
-	repo, err := gitIndexFindRepo(dir)
+func TestSplitIndexIsRefusedWithRemedy(t *testing.T) {
+	dir := gittest.Repo(t, testFiles, false)
+	gittest.Git(t, dir, "update-index", "--split-index")
+	repo, err := FindRepo(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = gitIndexLoad(repo)
+	_, err = Load(repo)
 	if err == nil || !strings.Contains(err.Error(), "--no-split-index") {
 		t.Fatalf("split index: %v", err)
 	}
 }
 
-func TestGitIndexNoIndexYetIsEmpty(t *testing.T) {
+func TestNoIndexYetIsEmpty(t *testing.T) {
 	dir := t.TempDir()
-	gitTest(t, dir, "init", "-q")
-	if ix := gitTestLoadIndex(t, dir); len(ix.Entries) != 0 {
+	gittest.Git(t, dir, "init", "-q")
+	if ix := loadIndex(t, dir); len(ix.Entries) != 0 {
 		t.Errorf("fresh repository: %d entries", len(ix.Entries))
 	}
 }
 
-func TestGitIndexDamagedChecksumIsRefused(t *testing.T) {
-	dir := gitTestRepo(t, gitTestFiles, false)
+func TestDamagedChecksumIsRefused(t *testing.T) {
+	dir := gittest.Repo(t, testFiles, false)
 	p := filepath.Join(dir, ".git", "index")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[len(data)/2] ^= 0x20
-	if _, err := gitIndexParse(data); err == nil || !strings.Contains(err.Error(), "checksum") {
+	if _, err := Parse(data); err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("flipped bit: %v", err)
 	}
 }
 
-func TestGitIndexFindRepo(t *testing.T) {
-	main := gitTestRepo(t, map[string]string{"a.md": "a\n", "sub/b.md": "b\n"}, true)
+func TestFindRepo(t *testing.T) {
+	main := gittest.Repo(t, map[string]string{"a.md": "a\n", "sub/b.md": "b\n"}, true)
 	real := func(p string) string {
 		r, err := filepath.EvalSymlinks(p)
 		if err != nil {
@@ -252,14 +202,14 @@ func TestGitIndexFindRepo(t *testing.T) {
 	}
 
 	t.Run("from a subdirectory", func(t *testing.T) {
-		repo, err := gitIndexFindRepo(filepath.Join(main, "sub"))
+		repo, err := FindRepo(filepath.Join(main, "sub"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if repo.Root != real(main) || repo.GitDir != filepath.Join(real(main), ".git") {
 			t.Errorf("%+v", repo)
 		}
-		name, err := gitIndexRepoPath(repo, filepath.Join(main, "sub"), "b.md")
+		name, err := repo.PathOf(filepath.Join(main, "sub"), "b.md")
 		if err != nil || name != "sub/b.md" {
 			t.Errorf("repo path %q, %v", name, err)
 		}
@@ -270,7 +220,7 @@ func TestGitIndexFindRepo(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(inner, ".git"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		repo, err := gitIndexFindRepo(inner)
+		repo, err := FindRepo(inner)
 		if err != nil || repo.Root != real(main) {
 			t.Errorf("%+v, %v", repo, err)
 		}
@@ -278,24 +228,24 @@ func TestGitIndexFindRepo(t *testing.T) {
 
 	t.Run("linked worktree uses its own index", func(t *testing.T) {
 		wt := filepath.Join(t.TempDir(), "wt")
-		gitTest(t, main, "worktree", "add", "-q", "-b", "side", wt)
-		gitTestWriteFiles(t, wt, map[string]string{"only-here.md": "w\n"})
-		gitTest(t, wt, "add", "only-here.md")
-		repo, err := gitIndexFindRepo(wt)
+		gittest.Git(t, main, "worktree", "add", "-q", "-b", "side", wt)
+		gittest.WriteFiles(t, wt, map[string]string{"only-here.md": "w\n"})
+		gittest.Git(t, wt, "add", "only-here.md")
+		repo, err := FindRepo(wt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if filepath.Base(filepath.Dir(repo.GitDir)) != "worktrees" {
 			t.Errorf("worktree git dir %s is not under .git/worktrees", repo.GitDir)
 		}
-		ix, err := gitIndexLoad(repo)
+		ix, err := Load(repo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ix.Names("only-here.md") || !ix.Names("sub/b.md") {
+		if !ix.Has("only-here.md") || !ix.Has("sub/b.md") {
 			t.Error("the worktree index lacks its files")
 		}
-		if gitTestLoadIndex(t, main).Names("only-here.md") {
+		if loadIndex(t, main).Has("only-here.md") {
 			t.Error("the main index names a file added only in the worktree")
 		}
 	})
@@ -312,24 +262,24 @@ func TestGitIndexFindRepo(t *testing.T) {
 			parent := t.TempDir()
 			work := filepath.Join(parent, "work")
 			store := filepath.Join(parent, "store")
-			gitTest(t, parent, "init", "-q", "work")
-			gitTestWriteFiles(t, work, map[string]string{"x/y.md": "y\n"})
-			gitTest(t, work, "add", "x/y.md")
+			gittest.Git(t, parent, "init", "-q", "work")
+			gittest.WriteFiles(t, work, map[string]string{"x/y.md": "y\n"})
+			gittest.Git(t, work, "add", "x/y.md")
 			if err := os.MkdirAll(store, 0o755); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Rename(filepath.Join(work, ".git"), filepath.Join(store, "repo.git")); err != nil {
 				t.Fatal(err)
 			}
-			gitTestWriteFiles(t, work, map[string]string{".git": c.gitdir(store)})
-			repo, err := gitIndexFindRepo(filepath.Join(work, "x"))
+			gittest.WriteFiles(t, work, map[string]string{".git": c.gitdir(store)})
+			repo, err := FindRepo(filepath.Join(work, "x"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if repo.Root != real(work) || real(repo.GitDir) != real(filepath.Join(store, "repo.git")) {
 				t.Errorf("%+v", repo)
 			}
-			if ix, err := gitIndexLoad(repo); err != nil || !ix.Names("x/y.md") {
+			if ix, err := Load(repo); err != nil || !ix.Has("x/y.md") {
 				t.Errorf("index through the gitfile: %v", err)
 			}
 		})
@@ -338,22 +288,22 @@ func TestGitIndexFindRepo(t *testing.T) {
 	t.Run("bad gitfiles are errors, not a walk further up", func(t *testing.T) {
 		for _, body := range []string{"nonsense\n", "gitdir: \n", "gitdir: missing-dir\n", "gitdir: a.md\n"} {
 			dir := filepath.Join(main, "sub", "bad")
-			gitTestWriteFiles(t, dir, map[string]string{".git": body, "a.md": "a"})
-			if _, err := gitIndexFindRepo(dir); err == nil || err == errGitIndexNoRepo {
+			gittest.WriteFiles(t, dir, map[string]string{".git": body, "a.md": "a"})
+			if _, err := FindRepo(dir); err == nil || err == ErrNoRepo {
 				t.Errorf("gitfile %q: %v", body, err)
 			}
 		}
 	})
 
 	t.Run("no repository", func(t *testing.T) {
-		if _, err := gitIndexFindRepo(t.TempDir()); err != errGitIndexNoRepo {
+		if _, err := FindRepo(t.TempDir()); err != ErrNoRepo {
 			t.Errorf("%v", err)
 		}
 	})
 }
 
-// gitIndexTestEntry is an entry for the synthetic index encoder.
-type gitIndexTestEntry struct {
+// testEntry is an entry for the synthetic index encoder.
+type testEntry struct {
 	name    string
 	mode    uint32 // 0 means 0o100644
 	stage   int
@@ -361,9 +311,9 @@ type gitIndexTestEntry struct {
 	nameLen int    // the length in flags; 0 means the real one (capped)
 }
 
-// gitIndexTestEncode writes an index the way git lays it out, for the cases
+// testEncode writes an index the way git lays it out, for the cases
 // git cannot be made to write (long names, damaged fields, extensions).
-func gitIndexTestEncode(version, hashSize int, entries []gitIndexTestEntry, exts ...[]byte) []byte {
+func testEncode(version, hashSize int, entries []testEntry, exts ...[]byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("DIRC")
 	binary.Write(&b, binary.BigEndian, uint32(version))
@@ -371,21 +321,21 @@ func gitIndexTestEncode(version, hashSize int, entries []gitIndexTestEntry, exts
 	prev := ""
 	for _, e := range entries {
 		start := b.Len()
-		stat := make([]byte, gitIndexStatBytes)
+		stat := make([]byte, statBytes)
 		mode := e.mode
 		if mode == 0 {
 			mode = 0o100644
 		}
-		binary.BigEndian.PutUint32(stat[gitIndexModeOffset:], mode)
+		binary.BigEndian.PutUint32(stat[modeOffset:], mode)
 		b.Write(stat)
 		b.Write(make([]byte, hashSize))
 		n := e.nameLen
 		if n == 0 {
-			n = min(len(e.name), gitIndexFlagNameLen)
+			n = min(len(e.name), flagNameLen)
 		}
 		flags := uint16(n) | uint16(e.stage)<<12
 		if e.ext != 0 {
-			flags |= gitIndexFlagExtended
+			flags |= flagExtended
 		}
 		binary.Write(&b, binary.BigEndian, flags)
 		if e.ext != 0 {
@@ -396,7 +346,7 @@ func gitIndexTestEncode(version, hashSize int, entries []gitIndexTestEntry, exts
 			for common < len(prev) && common < len(e.name) && prev[common] == e.name[common] {
 				common++
 			}
-			b.Write(gitIndexTestVarint(uint64(len(prev) - common)))
+			b.Write(testVarint(uint64(len(prev) - common)))
 			b.WriteString(e.name[common:])
 			b.WriteByte(0)
 		} else {
@@ -418,8 +368,8 @@ func gitIndexTestEncode(version, hashSize int, entries []gitIndexTestEntry, exts
 	return append(body, s[:]...)
 }
 
-// gitIndexTestVarint is git's encode_varint.
-func gitIndexTestVarint(v uint64) []byte {
+// testVarint is git's encode_varint.
+func testVarint(v uint64) []byte {
 	var buf [16]byte
 	pos := len(buf) - 1
 	buf[pos] = byte(v & 0x7f)
@@ -431,45 +381,45 @@ func gitIndexTestVarint(v uint64) []byte {
 	return buf[pos:]
 }
 
-func gitIndexTestExt(sig string, data []byte) []byte {
+func testExt(sig string, data []byte) []byte {
 	out := append([]byte(sig), 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(out[4:], uint32(len(data)))
 	return append(out, data...)
 }
 
-func TestGitIndexVarintRoundTrip(t *testing.T) {
+func TestVarintRoundTrip(t *testing.T) {
 	for _, v := range []uint64{0, 1, 127, 128, 129, 16383, 16384, 16511, 1 << 20, 1<<57 - 1} {
-		enc := gitIndexTestVarint(v)
-		got, n := gitIndexVarint(append(enc, 'x'))
+		enc := testVarint(v)
+		got, n := varint(append(enc, 'x'))
 		if got != v || n != len(enc) {
 			t.Errorf("%d: decoded %d from %d bytes of %x", v, got, n, enc)
 		}
 	}
-	if _, n := gitIndexVarint([]byte{0x80}); n != 0 {
+	if _, n := varint([]byte{0x80}); n != 0 {
 		t.Error("a cut-off varint decoded")
 	}
-	if _, n := gitIndexVarint(bytes.Repeat([]byte{0xff}, 12)); n != 0 {
+	if _, n := varint(bytes.Repeat([]byte{0xff}, 12)); n != 0 {
 		t.Error("an overflowing varint decoded")
 	}
 }
 
-func TestGitIndexSynthetic(t *testing.T) {
+func TestSynthetic(t *testing.T) {
 	long := strings.Repeat("l", 5000)
-	ok := []gitIndexTestEntry{{name: "a"}, {name: "a/b"}, {name: "a/bc", ext: 0x4000}, {name: long}, {name: long + "/x"}}
+	ok := []testEntry{{name: "a"}, {name: "a/b"}, {name: "a/bc", ext: 0x4000}, {name: long}, {name: long + "/x"}}
 	for _, v := range []int{3, 4} {
 		for _, hs := range []int{sha1.Size, sha256.Size} {
-			ix, err := gitIndexParse(gitIndexTestEncode(v, hs, ok, gitIndexTestExt("ZZZZ", []byte("cache")), gitIndexTestExt("sdir", nil)))
+			ix, err := Parse(testEncode(v, hs, ok, testExt("ZZZZ", []byte("cache")), testExt("sdir", nil)))
 			if err != nil {
 				t.Fatalf("v%d hash %d: %v", v, hs, err)
 			}
-			if len(ix.Entries) != len(ok) || !ix.Names(long+"/x") || !ix.Names("a/bc") {
+			if len(ix.Entries) != len(ok) || !ix.Has(long+"/x") || !ix.Has("a/bc") {
 				t.Errorf("v%d hash %d: %+v", v, hs, ix.Entries)
 			}
 		}
 	}
-	zeroTrailer := gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "z"}})
+	zeroTrailer := testEncode(2, sha1.Size, []testEntry{{name: "z"}})
 	clear(zeroTrailer[len(zeroTrailer)-sha1.Size:])
-	if ix, err := gitIndexParse(zeroTrailer); err != nil || !ix.Names("z") {
+	if ix, err := Parse(zeroTrailer); err != nil || !ix.Has("z") {
 		t.Errorf("index.skipHash (zero trailer): %v", err)
 	}
 
@@ -479,32 +429,32 @@ func TestGitIndexSynthetic(t *testing.T) {
 		want string
 	}{
 		{"no signature", []byte("DIRX\x00\x00\x00\x02\x00\x00\x00\x00"), "DIRC"},
-		{"version 5", gitIndexTestEncode(5, sha1.Size, nil), "version 5"},
-		{"extended flags in v2", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a", ext: 0x4000}}), "extended flags"},
-		{"unknown extended flag", gitIndexTestEncode(3, sha1.Size, []gitIndexTestEntry{{name: "a", ext: 0x1000}}), "unknown extended"},
-		{"name length disagrees", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "abc", nameLen: 2}}), "flags say 2"},
-		{"empty name", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: ""}}), "empty path"},
-		{"split index", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a"}}, gitIndexTestExt("link", make([]byte, 20))), "--no-split-index"},
-		{"unknown required extension", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a"}}, gitIndexTestExt("abcd", nil)), `"abcd"`},
-		{"extension past the end", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a"}}, []byte("TREE\x00\x00\x01\x00")), "claims 256"},
-		{"stray bytes", gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a"}}, []byte("TRE")), "stray"},
+		{"version 5", testEncode(5, sha1.Size, nil), "version 5"},
+		{"extended flags in v2", testEncode(2, sha1.Size, []testEntry{{name: "a", ext: 0x4000}}), "extended flags"},
+		{"unknown extended flag", testEncode(3, sha1.Size, []testEntry{{name: "a", ext: 0x1000}}), "unknown extended"},
+		{"name length disagrees", testEncode(2, sha1.Size, []testEntry{{name: "abc", nameLen: 2}}), "flags say 2"},
+		{"empty name", testEncode(2, sha1.Size, []testEntry{{name: ""}}), "empty path"},
+		{"split index", testEncode(2, sha1.Size, []testEntry{{name: "a"}}, testExt("link", make([]byte, 20))), "--no-split-index"},
+		{"unknown required extension", testEncode(2, sha1.Size, []testEntry{{name: "a"}}, testExt("abcd", nil)), `"abcd"`},
+		{"extension past the end", testEncode(2, sha1.Size, []testEntry{{name: "a"}}, []byte("TREE\x00\x00\x01\x00")), "claims 256"},
+		{"stray bytes", testEncode(2, sha1.Size, []testEntry{{name: "a"}}, []byte("TRE")), "stray"},
 		{"more entries claimed than present", func() []byte {
-			d := gitIndexTestEncode(2, sha1.Size, []gitIndexTestEntry{{name: "a"}})
+			d := testEncode(2, sha1.Size, []testEntry{{name: "a"}})
 			d[11] = 2
 			s := sha1.Sum(d[:len(d)-sha1.Size])
 			copy(d[len(d)-sha1.Size:], s[:])
 			return d
 		}(), "entry 2 of 2 is cut off"},
 		{"v4 strips more than the previous path", func() []byte {
-			d := gitIndexTestEncode(4, sha1.Size, []gitIndexTestEntry{{name: "a"}})
-			d[12+gitIndexStatBytes+sha1.Size+2] = 5 // the strip count of the first entry
+			d := testEncode(4, sha1.Size, []testEntry{{name: "a"}})
+			d[12+statBytes+sha1.Size+2] = 5 // the strip count of the first entry
 			s := sha1.Sum(d[:len(d)-sha1.Size])
 			copy(d[len(d)-sha1.Size:], s[:])
 			return d
 		}(), "strips 5 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := gitIndexParse(c.data)
+			_, err := Parse(c.data)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("got %v, want an error containing %q", err, c.want)
 			}
@@ -512,7 +462,7 @@ func TestGitIndexSynthetic(t *testing.T) {
 	}
 }
 
-func TestGitIndexParseGitfile(t *testing.T) {
+func TestParseGitfile(t *testing.T) {
 	for in, want := range map[string]string{
 		"gitdir: ../x\n":              "../x",
 		"gitdir: /abs/x\r\n":          "/abs/x",
@@ -520,13 +470,13 @@ func TestGitIndexParseGitfile(t *testing.T) {
 		"gitdir: a\n\n\r":             "a",
 		"gitdir: ../.git/worktrees/w": "../.git/worktrees/w",
 	} {
-		got, err := gitIndexParseGitfile([]byte(in))
+		got, err := ParseGitfile([]byte(in))
 		if err != nil || got != want {
 			t.Errorf("%q: %q, %v", in, got, err)
 		}
 	}
 	for _, in := range []string{"", "gitdir:x", "gitdir: \n", "GITDIR: x", "gitdir: a\x00b"} {
-		if got, err := gitIndexParseGitfile([]byte(in)); err == nil {
+		if got, err := ParseGitfile([]byte(in)); err == nil {
 			t.Errorf("%q accepted as %q", in, got)
 		}
 	}

@@ -1,4 +1,4 @@
-package launcher
+package contextfile
 
 import (
 	"crypto/sha256"
@@ -15,17 +15,17 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 )
 
-var updateContextVectors = flag.Bool("update-context-vectors", false, "rewrite the rendering of testdata/context/render_*.txtar")
+var updateVectors = flag.Bool("update-vectors", false, "rewrite the rendering of testdata/render_*.txtar")
 
-func contextTestFile(path, text string) ContextFile {
+func testFile(path, text string) File {
 	sum := sha256.Sum256([]byte(text))
-	return ContextFile{Path: path, Text: text, SHA256: hex.EncodeToString(sum[:])}
+	return File{Path: path, Text: text, SHA256: hex.EncodeToString(sum[:])}
 }
 
-// TestRenderContextFilesVectors: each vector holds the files (sections
+// TestRenderVectors: each vector holds the files (sections
 // in/<path>, in order) and the exact rendering they must give.
-func TestRenderContextFilesVectors(t *testing.T) {
-	paths, err := filepath.Glob("testdata/context/render_*.txtar")
+func TestRenderVectors(t *testing.T) {
+	paths, err := filepath.Glob("testdata/render_*.txtar")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no rendering vectors: %v", err)
 	}
@@ -35,17 +35,17 @@ func TestRenderContextFilesVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var files []ContextFile
+			var files []File
 			want, haveWant := "", false
 			for _, f := range ar.Files {
 				if name, ok := strings.CutPrefix(f.Name, "in/"); ok {
-					files = append(files, contextTestFile(name, string(f.Data)))
+					files = append(files, testFile(name, string(f.Data)))
 				} else if f.Name == "rendering" {
 					want, haveWant = strings.TrimSuffix(string(f.Data), "\n"), true
 				}
 			}
-			got := RenderContextFiles(files)
-			if *updateContextVectors {
+			got := Render(files)
+			if *updateVectors {
 				ar.Files = append(ar.Files[:len(files)], txtar.File{Name: "rendering", Data: []byte(got + "\n")})
 				if err := os.WriteFile(p, txtar.Format(ar), 0o644); err != nil {
 					t.Fatal(err)
@@ -53,22 +53,22 @@ func TestRenderContextFilesVectors(t *testing.T) {
 				return
 			}
 			if !haveWant {
-				t.Fatal("the vector has no rendering section (run with -update-context-vectors)")
+				t.Fatal("the vector has no rendering section (run with -update-vectors)")
 			}
 			if got != want {
 				t.Errorf("rendering differs:\n--- got\n%s\n--- want\n%s", got, want)
 			}
-			contextCheckRendering(t, files, got)
+			checkRendering(t, files, got)
 		})
 	}
 }
 
-func TestRenderContextFilesEdges(t *testing.T) {
-	if RenderContextFiles(nil) != "" {
+func TestRenderEdges(t *testing.T) {
+	if Render(nil) != "" {
 		t.Error("no files must render as nothing")
 	}
-	files := []ContextFile{contextTestFile("a.md", "no newline"), contextTestFile("b.md", ""), contextTestFile("c.md", "\n")}
-	got := RenderContextFiles(files)
+	files := []File{testFile("a.md", "no newline"), testFile("b.md", ""), testFile("c.md", "\n")}
+	got := Render(files)
 	for _, want := range []string{
 		"<context-file-1 path=\"a.md\" bytes=\"10\" sha256=\"" + files[0].SHA256 + "\">\nno newline\n</context-file-1>\n",
 		"<context-file-1 path=\"b.md\" bytes=\"0\" sha256=\"" + files[1].SHA256 + "\">\n</context-file-1>\n",
@@ -79,10 +79,10 @@ func TestRenderContextFilesEdges(t *testing.T) {
 			t.Errorf("rendering lacks %q:\n%s", want, got)
 		}
 	}
-	contextCheckRendering(t, files, got)
+	checkRendering(t, files, got)
 }
 
-func TestContextClosingNumber(t *testing.T) {
+func TestClosingNumber(t *testing.T) {
 	for _, c := range []struct {
 		texts []string
 		want  int
@@ -96,13 +96,13 @@ func TestContextClosingNumber(t *testing.T) {
 		{[]string{"</context-file-1></context-file-2></context-file-3>"}, 4},
 		{[]string{"</context-file-99999999999>"}, 1},
 	} {
-		if got := contextClosingNumber("context-file", c.texts...); got != c.want {
+		if got := closingNumber("context-file", c.texts...); got != c.want {
 			t.Errorf("%q: %d, want %d", c.texts, got, c.want)
 		}
 	}
 }
 
-func TestContextEscapeAttr(t *testing.T) {
+func TestEscapeAttr(t *testing.T) {
 	for in, want := range map[string]string{
 		"docs/a.md":         "docs/a.md",
 		`a"b`:               "a&quot;b",
@@ -110,7 +110,7 @@ func TestContextEscapeAttr(t *testing.T) {
 		"tab\there\nnl\x7f": "tab&#9;here&#10;nl&#127;",
 		"ünï":               "ünï",
 	} {
-		if got := contextEscapeAttr(in); got != want {
+		if got := escapeAttr(in); got != want {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
 	}
@@ -121,12 +121,12 @@ var (
 	contextFileOpen = regexp.MustCompile(`\A<context-file-([1-9][0-9]*) path="([^"\n]*)" bytes="([0-9]+)" sha256="([0-9a-f]{64})">\n`)
 )
 
-// contextCheckRendering reads a rendering back the way a careful reader
+// checkRendering reads a rendering back the way a careful reader
 // would (each element ends at the first occurrence of its closing tag) and
 // checks that it yields the files exactly, and that every N is the smallest
 // allowed: a file's N is the smallest whose closing tag the file does not
 // contain, the wrapper's the smallest that no file contains.
-func contextCheckRendering(t *testing.T, files []ContextFile, r string) {
+func checkRendering(t *testing.T, files []File, r string) {
 	t.Helper()
 	m := contextWrapOpen.FindStringSubmatch(r)
 	if m == nil {
@@ -147,7 +147,7 @@ func contextCheckRendering(t *testing.T, files []ContextFile, r string) {
 	}
 	w, _ := strconv.Atoi(wrap)
 	for n := 1; n < w; n++ {
-		if !contextAnyContains(files, fmt.Sprintf("</context-files-%d>", n)) {
+		if !anyContains(files, fmt.Sprintf("</context-files-%d>", n)) {
 			t.Errorf("wrapper number %d is not the smallest: no file contains </context-files-%d>", w, n)
 		}
 	}
@@ -156,7 +156,7 @@ func contextCheckRendering(t *testing.T, files []ContextFile, r string) {
 		if m == nil {
 			t.Fatalf("file %d: no opening line at %q", i, rest[:min(len(rest), 80)])
 		}
-		if m[2] != contextEscapeAttr(f.Path) || m[3] != strconv.Itoa(len(f.Text)) || m[4] != f.SHA256 {
+		if m[2] != escapeAttr(f.Path) || m[3] != strconv.Itoa(len(f.Text)) || m[4] != f.SHA256 {
 			t.Errorf("file %d opening line %q does not describe %s", i, m[0], f.Path)
 		}
 		closing := "</context-file-" + m[1] + ">\n"
@@ -182,7 +182,7 @@ func contextCheckRendering(t *testing.T, files []ContextFile, r string) {
 	}
 }
 
-func contextAnyContains(files []ContextFile, s string) bool {
+func anyContains(files []File, s string) bool {
 	for _, f := range files {
 		if strings.Contains(f.Text, s) {
 			return true

@@ -1,4 +1,4 @@
-package launcher
+package contextfile
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestCheckArgSizes(t *testing.T) {
-	files := []ContextFile{contextTestFile("docs/a.md", strings.Repeat("a", 40000)), contextTestFile("b.md", "bb")}
+	files := []File{testFile("docs/a.md", strings.Repeat("a", 40000)), testFile("b.md", "bb")}
 	fits := strings.Repeat("x", MaxArgStrlen-1) // with its NUL, exactly the limit
 	over := fits + "x"
 	if err := CheckArgSizes([]string{"claude", "--append-system-prompt", fits, "-p", "task"}, files); err != nil {
@@ -32,14 +32,14 @@ func TestCheckArgSizes(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := CheckArgSizes(c.argv, files)
-			contextWantRefusal(t, err, "argument-too-long", c.say...)
+			wantRefusal(t, err, "argument-too-long", c.say...)
 			if strings.Contains(err.Error(), "xxxx") {
 				t.Error("the refusal quotes the argument's content")
 			}
 		})
 	}
 	err := CheckArgSizes([]string{"claude", "-p", over}, nil)
-	contextWantRefusal(t, err, "argument-too-long", "(the value of -p)", "no --context files were declared")
+	wantRefusal(t, err, "argument-too-long", "(the value of -p)", "no --context files were declared")
 }
 
 // TestMaxArgStrlenIsTheKernelsLimit runs a real execve on each side of the

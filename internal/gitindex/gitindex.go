@@ -1,14 +1,13 @@
-package launcher
-
-// A reader for git's index file (the staging area), enough to answer one
-// question for --context: does the index of the repository containing --cwd
-// name this path? No git binary is run and nothing is fetched: the repository
-// is found by walking up from --cwd as git does (a .git directory, or a .git
-// gitfile such as an embedder's scratch copy, a linked worktree or a
-// submodule has), and the index file is parsed here.
+// Package gitindex reads git's index file (the staging area), enough to
+// answer one question for --context: does the index of the repository
+// holding a directory name this path? No git binary is run and nothing is
+// fetched: the repository is found by walking up as git does (a .git
+// directory, or a .git gitfile such as an embedder's scratch copy, a linked
+// worktree or a submodule has), and the index file is parsed here.
 //
 // Format: git's Documentation/gitformat-index.txt (versions 2, 3 and 4, SHA-1
 // or SHA-256 object names).
+package gitindex
 
 import (
 	"bytes"
@@ -24,31 +23,31 @@ import (
 	"strings"
 )
 
-// gitIndexMaxBytes bounds how much of an index file is read; git's own
+// maxIndexBytes bounds how much of an index file is read; git's own
 // largest indexes (millions of entries) stay well below it.
-const gitIndexMaxBytes = 1 << 30
+const maxIndexBytes = 1 << 30
 
-// gitIndexMaxGitfileBytes bounds a .git gitfile, which holds one line.
-const gitIndexMaxGitfileBytes = 64 << 10
+// maxGitfileBytes bounds a .git gitfile, which holds one line.
+const maxGitfileBytes = 64 << 10
 
-// gitIndexEntry is one index entry: a path relative to the repository root,
+// Entry is one index entry: a path relative to the repository root,
 // its mode and its merge stage (0 for a normal entry, 1–3 during a conflict).
-type gitIndexEntry struct {
+type Entry struct {
 	Name  string
 	Mode  uint32
 	Stage int
 }
 
-// gitIndex is a parsed index file.
-type gitIndex struct {
+// Index is a parsed index file.
+type Index struct {
 	Version int
 	Hash    string // "sha1" or "sha256": the repository's object format
-	Entries []gitIndexEntry
+	Entries []Entry
 }
 
-// Names reports whether the index holds a stage-0 entry for name, a
+// Has reports whether the index holds a stage-0 entry for name, a
 // slash-separated path relative to the repository root.
-func (ix *gitIndex) Names(name string) bool {
+func (ix *Index) Has(name string) bool {
 	for _, e := range ix.Entries {
 		if e.Stage == 0 && e.Name == name {
 			return true
@@ -57,9 +56,9 @@ func (ix *gitIndex) Names(name string) bool {
 	return false
 }
 
-// gitIndexHashes are the object formats git knows, tried in this order: the
+// hashes are the object formats git knows, tried in this order: the
 // trailing checksum decides which one wrote the file.
-var gitIndexHashes = []struct {
+var hashes = []struct {
 	name string
 	size int
 	sum  func([]byte) []byte
@@ -68,9 +67,9 @@ var gitIndexHashes = []struct {
 	{"sha256", sha256.Size, func(b []byte) []byte { s := sha256.Sum256(b); return s[:] }},
 }
 
-// gitIndexParse parses an index file and verifies its trailing checksum. A
+// Parse parses an index file and verifies its trailing checksum. A
 // trailer of zeros is accepted unverified, as git does for index.skipHash.
-func gitIndexParse(data []byte) (*gitIndex, error) {
+func Parse(data []byte) (*Index, error) {
 	if len(data) < 12 || string(data[:4]) != "DIRC" {
 		return nil, errors.New("not a git index: it does not start with the DIRC signature")
 	}
@@ -79,15 +78,15 @@ func gitIndexParse(data []byte) (*gitIndex, error) {
 		return nil, fmt.Errorf("index version %d is not one of 2, 3, 4", version)
 	}
 	var parseErr error
-	for _, h := range gitIndexHashes {
+	for _, h := range hashes {
 		if len(data) < 12+h.size {
 			continue
 		}
 		body, trailer := data[:len(data)-h.size], data[len(data)-h.size:]
-		if !gitIndexAllZero(trailer) && !bytes.Equal(h.sum(body), trailer) {
+		if !allZero(trailer) && !bytes.Equal(h.sum(body), trailer) {
 			continue
 		}
-		ix, err := gitIndexParseBody(body, int(version), h.size)
+		ix, err := parseBody(body, int(version), h.size)
 		if err == nil {
 			ix.Hash = h.name
 			return ix, nil
@@ -102,7 +101,7 @@ func gitIndexParse(data []byte) (*gitIndex, error) {
 	return nil, errors.New("the index checksum does not match its content (neither SHA-1 nor SHA-256): the file is damaged")
 }
 
-func gitIndexAllZero(b []byte) bool {
+func allZero(b []byte) bool {
 	for _, c := range b {
 		if c != 0 {
 			return false
@@ -115,24 +114,24 @@ func gitIndexAllZero(b []byte) bool {
 // mode, uid, gid and size are ten 32-bit fields; the object name and the
 // 16-bit flags follow.
 const (
-	gitIndexModeOffset   = 24
-	gitIndexStatBytes    = 40
-	gitIndexFlagExtended = 0x4000
-	gitIndexFlagStage    = 0x3000
-	gitIndexFlagNameLen  = 0x0fff
+	modeOffset   = 24
+	statBytes    = 40
+	flagExtended = 0x4000
+	flagStage    = 0x3000
+	flagNameLen  = 0x0fff
 	// Extended flags (version 3 and later): skip-worktree and intent-to-add
 	// are the only ones defined; any other bit means a format we do not know.
-	gitIndexExtendedKnown = 0x6000
+	extendedKnown = 0x6000
 )
 
-// gitIndexParseBody parses the header, entries and extensions of an index
+// parseBody parses the header, entries and extensions of an index
 // whose trailing checksum (hashSize bytes) has been cut off already.
-func gitIndexParseBody(body []byte, version, hashSize int) (*gitIndex, error) {
+func parseBody(body []byte, version, hashSize int) (*Index, error) {
 	count := binary.BigEndian.Uint32(body[8:12])
-	fixed := gitIndexStatBytes + hashSize + 2
+	fixed := statBytes + hashSize + 2
 	p := 12
-	ix := &gitIndex{Version: version}
-	ix.Entries = make([]gitIndexEntry, 0, min(int(count), (len(body)-p)/fixed))
+	ix := &Index{Version: version}
+	ix.Entries = make([]Entry, 0, min(int(count), (len(body)-p)/fixed))
 	prev := ""
 	// A split index leaves names empty (they come from the shared index);
 	// an empty name is only reported once the extensions say it is not one.
@@ -142,24 +141,24 @@ func gitIndexParseBody(body []byte, version, hashSize int) (*gitIndex, error) {
 		if len(body)-p < fixed {
 			return nil, fmt.Errorf("entry %d of %d is cut off at byte %d", i+1, count, p)
 		}
-		mode := binary.BigEndian.Uint32(body[p+gitIndexModeOffset:])
-		flags := binary.BigEndian.Uint16(body[p+gitIndexStatBytes+hashSize:])
+		mode := binary.BigEndian.Uint32(body[p+modeOffset:])
+		flags := binary.BigEndian.Uint16(body[p+statBytes+hashSize:])
 		p += fixed
-		if flags&gitIndexFlagExtended != 0 {
+		if flags&flagExtended != 0 {
 			if version < 3 {
 				return nil, fmt.Errorf("entry %d has extended flags, which version %d does not allow", i+1, version)
 			}
 			if len(body)-p < 2 {
 				return nil, fmt.Errorf("entry %d is cut off in its extended flags", i+1)
 			}
-			if ext := binary.BigEndian.Uint16(body[p:]); ext&^gitIndexExtendedKnown != 0 {
+			if ext := binary.BigEndian.Uint16(body[p:]); ext&^extendedKnown != 0 {
 				return nil, fmt.Errorf("entry %d has unknown extended flags %#04x", i+1, ext)
 			}
 			p += 2
 		}
 		var name string
 		if version == 4 {
-			strip, n := gitIndexVarint(body[p:])
+			strip, n := varint(body[p:])
 			if n == 0 {
 				return nil, fmt.Errorf("entry %d has a malformed path prefix length", i+1)
 			}
@@ -185,16 +184,16 @@ func gitIndexParseBody(body []byte, version, hashSize int) (*gitIndex, error) {
 				return nil, fmt.Errorf("entry %d is cut off in its padding", i+1)
 			}
 		}
-		if n := int(flags & gitIndexFlagNameLen); n != gitIndexFlagNameLen && n != len(name) {
+		if n := int(flags & flagNameLen); n != flagNameLen && n != len(name) {
 			return nil, fmt.Errorf("entry %d path is %d bytes but its flags say %d", i+1, len(name), n)
 		}
 		if name == "" && emptyAt == 0 {
 			emptyAt = int(i) + 1
 		}
-		ix.Entries = append(ix.Entries, gitIndexEntry{Name: name, Mode: mode, Stage: int(flags&gitIndexFlagStage) >> 12})
+		ix.Entries = append(ix.Entries, Entry{Name: name, Mode: mode, Stage: int(flags&flagStage) >> 12})
 		prev = name
 	}
-	if err := gitIndexCheckExtensions(body[p:]); err != nil {
+	if err := checkExtensions(body[p:]); err != nil {
 		return nil, err
 	}
 	if emptyAt > 0 {
@@ -203,13 +202,13 @@ func gitIndexParseBody(body []byte, version, hashSize int) (*gitIndex, error) {
 	return ix, nil
 }
 
-// gitIndexCheckExtensions walks the extensions after the entries. An
+// checkExtensions walks the extensions after the entries. An
 // extension whose signature starts with A–Z is optional (a cache) and is
 // skipped; a lowercase one changes what the entries mean and must be known.
 // Only the sparse-index marker is: it turns some entries into directories,
 // which never equal a file's path. A split index ("link") keeps most entries
 // in another file, which this reader does not merge.
-func gitIndexCheckExtensions(rest []byte) error {
+func checkExtensions(rest []byte) error {
 	for len(rest) > 0 {
 		if len(rest) < 8 {
 			return fmt.Errorf("%d stray bytes after the index entries", len(rest))
@@ -231,11 +230,11 @@ func gitIndexCheckExtensions(rest []byte) error {
 	return nil
 }
 
-// gitIndexVarint decodes git's offset varint (varint.c): big-endian groups
+// varint decodes git's offset varint (varint.c): big-endian groups
 // of seven bits, each continuation adding one so that encodings are unique.
 // It returns the value and the bytes used, or 0 bytes when b is malformed or
 // the value overflows.
-func gitIndexVarint(b []byte) (uint64, int) {
+func varint(b []byte) (uint64, int) {
 	if len(b) == 0 {
 		return 0, 0
 	}
@@ -254,10 +253,10 @@ func gitIndexVarint(b []byte) (uint64, int) {
 	return val, i
 }
 
-// gitIndexParseGitfile reads a .git gitfile ("gitdir: <path>") and returns
+// ParseGitfile reads a .git gitfile ("gitdir: <path>") and returns
 // the path as written, the way git's read_gitfile does: trailing line breaks
 // are dropped and nothing else is trimmed.
-func gitIndexParseGitfile(data []byte) (string, error) {
+func ParseGitfile(data []byte) (string, error) {
 	rest, ok := bytes.CutPrefix(data, []byte("gitdir: "))
 	if !ok {
 		return "", errors.New(`it does not start with "gitdir: "`)
@@ -272,30 +271,30 @@ func gitIndexParseGitfile(data []byte) (string, error) {
 	return string(rest), nil
 }
 
-// gitIndexRepo is the repository that holds a directory: its work-tree root
+// Repo is the repository that holds a directory: its work-tree root
 // and its git directory (for a linked worktree or submodule, the per-worktree
 // directory the gitfile names, which holds that worktree's own index).
-type gitIndexRepo struct {
+type Repo struct {
 	Root   string
 	GitDir string
 }
 
-// errGitIndexNoRepo says that no directory from the start up to / holds a
+// ErrNoRepo says that no directory from the start up to / holds a
 // .git entry.
-var errGitIndexNoRepo = errors.New("no .git directory or gitfile in it or any directory above it")
+var ErrNoRepo = errors.New("no .git directory or gitfile in it or any directory above it")
 
-// gitIndexFindRepo walks up from dir (symbolic links in dir resolved, as
+// FindRepo walks up from dir (symbolic links in dir resolved, as
 // git's getcwd sees it) to the first directory with a .git entry: a git
 // directory (one with HEAD; git skips other directories named .git) or a
 // gitfile, followed whether its target is relative or absolute.
-func gitIndexFindRepo(dir string) (gitIndexRepo, error) {
+func FindRepo(dir string) (Repo, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return gitIndexRepo{}, err
+		return Repo{}, err
 	}
 	cur, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return gitIndexRepo{}, err
+		return Repo{}, err
 	}
 	for {
 		dotgit := filepath.Join(cur, ".git")
@@ -303,33 +302,33 @@ func gitIndexFindRepo(dir string) (gitIndexRepo, error) {
 		switch {
 		case err == nil && fi.IsDir():
 			if _, err := os.Stat(filepath.Join(dotgit, "HEAD")); err == nil {
-				return gitIndexRepo{Root: cur, GitDir: dotgit}, nil
+				return Repo{Root: cur, GitDir: dotgit}, nil
 			}
 		case err == nil && fi.Mode().IsRegular():
-			gitdir, err := gitIndexFollowGitfile(dotgit)
+			gitdir, err := followGitfile(dotgit)
 			if err != nil {
-				return gitIndexRepo{}, err
+				return Repo{}, err
 			}
-			return gitIndexRepo{Root: cur, GitDir: gitdir}, nil
+			return Repo{Root: cur, GitDir: gitdir}, nil
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return gitIndexRepo{}, err
+			return Repo{}, err
 		}
 		parent := filepath.Dir(cur)
 		if parent == cur {
-			return gitIndexRepo{}, errGitIndexNoRepo
+			return Repo{}, ErrNoRepo
 		}
 		cur = parent
 	}
 }
 
-// gitIndexFollowGitfile reads the gitfile at path and returns the git
+// followGitfile reads the gitfile at path and returns the git
 // directory it names, resolved against the gitfile's own directory.
-func gitIndexFollowGitfile(path string) (string, error) {
-	data, err := gitIndexReadCapped(path, gitIndexMaxGitfileBytes)
+func followGitfile(path string) (string, error) {
+	data, err := readCapped(path, maxGitfileBytes)
 	if err != nil {
 		return "", err
 	}
-	target, err := gitIndexParseGitfile(data)
+	target, err := ParseGitfile(data)
 	if err != nil {
 		return "", fmt.Errorf("gitfile %s: %w", path, err)
 	}
@@ -346,8 +345,8 @@ func gitIndexFollowGitfile(path string) (string, error) {
 	return target, nil
 }
 
-// gitIndexReadCapped reads a whole file, refusing one past limit bytes.
-func gitIndexReadCapped(path string, limit int64) ([]byte, error) {
+// readCapped reads a whole file, refusing one past limit bytes.
+func readCapped(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -363,27 +362,27 @@ func gitIndexReadCapped(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// gitIndexLoad reads and parses the index of repo. A repository with no
+// Load reads and parses the index of repo. A repository with no
 // index file yet (nothing ever added) has an empty index.
-func gitIndexLoad(repo gitIndexRepo) (*gitIndex, error) {
+func Load(repo Repo) (*Index, error) {
 	path := filepath.Join(repo.GitDir, "index")
-	data, err := gitIndexReadCapped(path, gitIndexMaxBytes)
+	data, err := readCapped(path, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &gitIndex{}, nil
+		return &Index{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ix, err := gitIndexParse(data)
+	ix, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ix, nil
 }
 
-// gitIndexRepoPath turns a slash-separated path relative to dir into the
-// path the index of repo would name it by.
-func gitIndexRepoPath(repo gitIndexRepo, dir, rel string) (string, error) {
+// PathOf turns a slash-separated path relative to dir into the path the
+// index of repo would name it by.
+func (repo Repo) PathOf(dir, rel string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
