@@ -294,7 +294,7 @@ func (p *player) step(raw json.RawMessage) error {
 	switch *s.Emit {
 	case "tool.requested":
 		c := frame.Call{CallID: s.CallID, Name: s.Name, Input: s.Input, Seam: s.Seam, At: s.At}
-		if s.Seam == frame.SeamNone {
+		if s.Seam == record.SeamNone {
 			p.engine.Observe(c)
 		} else {
 			p.engine.Request(c, p.answer(s.CallID))

@@ -31,15 +31,6 @@ const (
 // Modes lists the three modes in the order help lists them.
 var Modes = []Mode{ModeFrame, ModeAsk, ModeObserve}
 
-// Seams: where a call was presented (tool.requested.seam, tool.decided.seam).
-const (
-	SeamRegistration   = "registration"
-	SeamHook           = "hook"
-	SeamControlRequest = "control_request"
-	SeamOwnedTool      = "owned_tool"
-	SeamNone           = "none"
-)
-
 // Deciders (tool.decided.decided_by).
 const (
 	ByEmbedder = "embedder"
@@ -263,7 +254,7 @@ func (e *Engine) Request(c Call, answer Answer) {
 			e.warnedNoFrame = true
 			e.warn(WarnNoFrameInForce, "decisions are frame but no frame is in force, so metaharness abstains on every call and the vendor's own pipeline decides")
 		}
-		e.close(cs, record.AbstainDecision(), ByAdapter, SeamNone, "abstained: no frame was in force")
+		e.close(cs, record.AbstainDecision(), ByAdapter, record.SeamNone, "abstained: no frame was in force")
 		return
 	case e.frame != nil:
 		v := e.frame.Verdict(c.Name, res)
@@ -318,7 +309,7 @@ func (e *Engine) Observe(c Call) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c.Seam == "" {
-		c.Seam = SeamNone
+		c.Seam = record.SeamNone
 	}
 	res := e.resolve(c.Name, c.Input)
 	digest := RequestDigest(c.CallID, c.Name, c.Input)

@@ -171,11 +171,11 @@ func TestEveryRefusalCode(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.code+" "+string(c.line), func(t *testing.T) {
 			r := newRig(t, Config{Mode: ModeAsk, VendorTimeout: time.Minute, Refuses: c.refuses})
-			r.e.Request(Call{CallID: "done", Name: "shell", Seam: SeamHook}, func(record.Decision) {})
+			r.e.Request(Call{CallID: "done", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
 			if err := r.e.HandleLine(decideLine("first", "done", `{"decision":"allow"}`)); err != nil {
 				t.Fatal(err)
 			}
-			r.e.Request(Call{CallID: "t1", Name: "shell", Seam: SeamHook}, func(record.Decision) {})
+			r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
 			if err := r.e.HandleLine(c.line); err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +192,7 @@ func TestEveryRefusalCode(t *testing.T) {
 
 func TestAnUnparseableLineIsReportedOnStderrAndTheRunGoesOn(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeAsk})
-	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: SeamHook}, func(record.Decision) {})
+	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
 	for _, l := range []string{"not json", `{"format":"metaharness.command/1","command":"halt"}`, `{"id":"c0","command":"halt"}`, "   "} {
 		if err := r.e.HandleLine([]byte(l)); err != nil {
 			t.Fatal(err)
@@ -250,7 +250,7 @@ func TestAControlThatFailsIsRefusedAfterThePendingCallsAreDenied(t *testing.T) {
 		order = append(order, "control "+c.CommandName())
 		return errors.New("the child is gone")
 	}})
-	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: SeamHook}, func(d record.Decision) { order = append(order, "answer "+d.Decision) })
+	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(d record.Decision) { order = append(order, "answer "+d.Decision) })
 	if err := r.e.HandleLine(commandLine("c1", "interrupt", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestNoControlMeansTheTurnCommandsAreRefused(t *testing.T) {
 
 func TestCensusIsACopy(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeObserve})
-	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: SeamHook}, func(record.Decision) {})
+	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
 	c := r.e.Census()
 	c.BySeam["hook"] = 99
 	if got := r.e.Census(); got.BySeam["hook"] != 1 || got.Allowed != 1 || got.ByDecider[ByObserve] != 1 {
@@ -288,7 +288,7 @@ func TestCensusIsACopy(t *testing.T) {
 
 func TestAnInvalidInputIsStillRecorded(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeObserve})
-	r.e.Request(Call{CallID: "t1", Name: "shell", Input: json.RawMessage(`{"broken`), Seam: SeamHook}, func(record.Decision) {})
+	r.e.Request(Call{CallID: "t1", Name: "shell", Input: json.RawMessage(`{"broken`), Seam: record.SeamHook}, func(record.Decision) {})
 	if err := r.e.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestDecideAbandonsTheCallWhenTheSeamStopsWaiting(t *testing.T) {
 	done := make(chan record.Decision)
 	var wrote []record.Decision
 	go func() {
-		done <- r.e.Decide(ctx, Call{CallID: "t1", Name: "shell", Seam: SeamHook}, func(d record.Decision) { wrote = append(wrote, d) })
+		done <- r.e.Decide(ctx, Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(d record.Decision) { wrote = append(wrote, d) })
 	}()
 	waitPending(t, r.e, "t1")
 	cancel()
@@ -345,7 +345,7 @@ func TestTheSystemClockFiresADeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := e.Decide(t.Context(), Call{CallID: "t1", Name: "shell", Seam: SeamHook}, nil)
+	d := e.Decide(t.Context(), Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, nil)
 	if d.Decision != record.Deny || !strings.Contains(d.Reason, "10 ms") || !strings.Contains(d.Reason, "20 ms") {
 		t.Fatalf("decision %+v", d)
 	}
@@ -401,7 +401,7 @@ func TestConcurrentSeamsAndCommands(t *testing.T) {
 		go func() {
 			defer seams.Done()
 			id := fmt.Sprintf("t%d", i)
-			d := e.Decide(context.Background(), Call{CallID: id, Name: "shell", Input: json.RawMessage(`{}`), Seam: SeamHook}, func(record.Decision) {
+			d := e.Decide(context.Background(), Call{CallID: id, Name: "shell", Input: json.RawMessage(`{}`), Seam: record.SeamHook}, func(record.Decision) {
 				mu.Lock()
 				answers[i]++
 				mu.Unlock()

@@ -81,8 +81,8 @@ func FuzzHandleLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r := newRig(t, Config{Mode: ModeAsk, Control: func(record.Command) error { return nil }})
 		answers := 0
-		r.e.Request(Call{CallID: "t1", Name: "shell", Input: json.RawMessage(`{"command":"ls"}`), Seam: SeamHook}, func(record.Decision) { answers++ })
-		r.e.Request(Call{CallID: "t2", Name: "shell", Seam: SeamHook}, func(record.Decision) {})
+		r.e.Request(Call{CallID: "t1", Name: "shell", Input: json.RawMessage(`{"command":"ls"}`), Seam: record.SeamHook}, func(record.Decision) { answers++ })
+		r.e.Request(Call{CallID: "t2", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
 		if err := r.e.HandleLine(decideLine("c0", "t2", `{"decision":"allow"}`)); err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/loopback"
@@ -404,7 +405,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = mcpserve.ServeDecisions(serveCtx, ln, func(ctx context.Context, req mcpserve.DecisionRequest) record.Decision {
+		_ = decide.Serve(serveCtx, ln, func(ctx context.Context, req decide.Request) record.Decision {
 			return r.decide(ctx, eng, req)
 		})
 	}()
@@ -444,12 +445,12 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 }
 
 // decide answers one request on the decision channel.
-func (r *run) decide(ctx context.Context, eng *frame.Engine, req mcpserve.DecisionRequest) record.Decision {
+func (r *run) decide(ctx context.Context, eng *frame.Engine, req decide.Request) record.Decision {
 	name := req.Tool
 	switch req.Seam {
-	case frame.SeamOwnedTool:
+	case record.SeamOwnedTool:
 		name = r.a.OwnedTool(req.Tool)
-	case frame.SeamHook:
+	case record.SeamHook:
 		// The catalogue server's tools are decided at its own seam, where
 		// the call is performed; the hook leaves them to it.
 		if r.contract != nil && strings.HasPrefix(name, r.a.OwnedTool("")) {

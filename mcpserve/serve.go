@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/decide"
 )
 
 // Config is the mcp-serve verb's command line.
@@ -42,9 +43,9 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		if err != nil || st.Mode()&os.ModeSocket == 0 {
 			return exit.Refuse("decisions-socket-unusable", "--decisions-socket %s (or $%s) is not a listening unix socket; start the answering side first, or leave it unset to decide standalone", cfg.DecisionsSocket, EnvDecisionsSocket)
 		}
-		opts.Decider = DialDecider(cfg.DecisionsSocket)
+		opts.Asker = decide.Dial(cfg.DecisionsSocket)
 	} else {
-		opts.Decider = RecordingDecider(stderr)
+		opts.Asker = RecordingAsker(stderr)
 	}
 	var ln net.Listener
 	if cfg.HTTP != "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -37,9 +38,9 @@ type Options struct {
 	// AllowPrograms are the programs the default surface's run entry may
 	// start; refused beside a Contract.
 	AllowPrograms []string
-	// Decider is asked before every call is performed; nil allows every
+	// Asker is asked before every call is performed; nil allows every
 	// call and records nothing.
-	Decider Decider
+	Asker decide.Asker
 	// Version is the serverInfo version.
 	Version string
 }
@@ -51,7 +52,7 @@ type Server struct {
 	opts    Options
 	ws      *workspace
 	entries *Contract // the entries performed: the contract, or those behind tool_invoke
-	decider Decider
+	asker   decide.Asker
 }
 
 // NewServer checks the options and builds the server. Close releases the
@@ -69,9 +70,9 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, ws: ws, decider: opts.Decider}
-	if s.decider == nil {
-		s.decider = RecordingDecider(io.Discard)
+	s := &Server{opts: opts, ws: ws, asker: opts.Asker}
+	if s.asker == nil {
+		s.asker = RecordingAsker(io.Discard)
 	}
 	hooks := &server.Hooks{}
 	hooks.AddBeforeCallTool(stashRequestID)
@@ -162,15 +163,15 @@ func (s *Server) verbHandler(v *Entry) server.ToolHandlerFunc {
 // catalogue marks tool_search and tool_describe, which reach no entry.
 func (s *Server) decideAndPerform(ctx context.Context, req mcp.CallToolRequest, e *Entry, args Arguments, catalogue bool,
 	do func(context.Context, Arguments) (string, *CallError)) *mcp.CallToolResult {
-	dreq := DecisionRequest{
-		Seam: SeamOwnedTool, CallID: callID(req), Tool: req.Params.Name,
+	dreq := decide.Request{
+		Seam: record.SeamOwnedTool, CallID: callID(req), Tool: req.Params.Name,
 		Entry: e.Name, Operation: s.operationOf(e.Name), Subjects: Subjects(e.Name, args.JSON()),
 		Catalogue: catalogue, Input: presented(req.Params.RawArguments),
 	}
 	if catalogue {
 		dreq.Entry, dreq.Operation, dreq.Subjects = "", "", []string{}
 	}
-	d, err := s.decider.Decide(ctx, dreq)
+	d, err := s.asker.Ask(ctx, dreq)
 	if err != nil {
 		return isError(callErr(e.Name, "", "was denied because the decision channel failed (%v)", err))
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"go.uber.org/goleak"
 
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -180,11 +180,11 @@ func (c *rpc) toolNames() []string {
 // answer (allow when nil).
 type decisions struct {
 	mu     sync.Mutex
-	got    []DecisionRequest
-	answer func(DecisionRequest) (record.Decision, error)
+	got    []decide.Request
+	answer func(decide.Request) (record.Decision, error)
 }
 
-func (d *decisions) Decide(_ context.Context, req DecisionRequest) (record.Decision, error) {
+func (d *decisions) Ask(_ context.Context, req decide.Request) (record.Decision, error) {
 	d.mu.Lock()
 	d.got = append(d.got, req)
 	d.mu.Unlock()
@@ -194,7 +194,7 @@ func (d *decisions) Decide(_ context.Context, req DecisionRequest) (record.Decis
 	return d.answer(req)
 }
 
-func (d *decisions) last(t *testing.T) DecisionRequest {
+func (d *decisions) last(t *testing.T) decide.Request {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -244,14 +244,14 @@ func newServer(t *testing.T, opts Options) *Server {
 	return s
 }
 
-func contractServer(t *testing.T, writable bool, d Decider) (*rpc, string) {
+func contractServer(t *testing.T, writable bool, d decide.Asker) (*rpc, string) {
 	t.Helper()
 	ws, _ := tree(t)
 	c, err := ParseContract("test.yaml", []byte(testContract))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return startStdio(t, newServer(t, Options{Contract: c, Workspace: ws, Writable: writable, Decider: d})), ws
+	return startStdio(t, newServer(t, Options{Contract: c, Workspace: ws, Writable: writable, Asker: d})), ws
 }
 
 // TestServeContractListsItsEntriesOnly: each entry under its mcp rendering,
@@ -338,7 +338,7 @@ func TestServeCallIDs(t *testing.T) {
 		t.Errorf("the JSON-RPC id: %q (a client cannot forge it)", got)
 	}
 	req := d.last(t)
-	if req.Seam != SeamOwnedTool || req.Tool != "read_file" || req.Entry != "fs.read" || req.Operation != "file.read" || !slices.Equal(req.Subjects, []string{"file:a.txt"}) {
+	if req.Seam != record.SeamOwnedTool || req.Tool != "read_file" || req.Entry != "fs.read" || req.Operation != "file.read" || !slices.Equal(req.Subjects, []string{"file:a.txt"}) {
 		t.Errorf("decision request: %+v", req)
 	}
 }
@@ -348,7 +348,7 @@ func TestServeCallIDs(t *testing.T) {
 func TestServeDefaultVerbs(t *testing.T) {
 	ws, _ := tree(t)
 	d := &decisions{}
-	c := startStdio(t, newServer(t, Options{Workspace: ws, Decider: d}))
+	c := startStdio(t, newServer(t, Options{Workspace: ws, Asker: d}))
 	if got := c.toolNames(); !slices.Equal(got, []string{"tool_describe", "tool_invoke", "tool_search"}) {
 		t.Errorf("tools/list: %v", got)
 	}
@@ -393,7 +393,7 @@ func TestServeDefaultVerbs(t *testing.T) {
 func TestServeRunEntry(t *testing.T) {
 	ws, _ := tree(t)
 	d := &decisions{}
-	c := startStdio(t, newServer(t, Options{Workspace: ws, Writable: true, AllowPrograms: []string{"touch"}, Decider: d}))
+	c := startStdio(t, newServer(t, Options{Workspace: ws, Writable: true, AllowPrograms: []string{"touch"}, Asker: d}))
 	r := c.callTool("tool_describe", `{"name":"run"}`)
 	if r.IsError || !strings.Contains(r.text(), `"enum": [`) || !strings.Contains(r.text(), `"operation": "shell"`) {
 		t.Errorf("tool_describe run: %s", r.text())
@@ -439,12 +439,12 @@ func TestServeDecisionChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var asked []DecisionRequest
+	var asked []decide.Request
 	answer := record.DenyDecision("the frame admits no file.write under secrets/")
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- ServeDecisions(ctx, ln, func(_ context.Context, req DecisionRequest) record.Decision {
+		served <- decide.Serve(ctx, ln, func(_ context.Context, req decide.Request) record.Decision {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, req)
@@ -461,7 +461,7 @@ func TestServeDecisionChannel(t *testing.T) {
 
 	ws, _ := tree(t)
 	con, _ := ParseContract("test.yaml", []byte(testContract))
-	c := startStdio(t, newServer(t, Options{Contract: con, Workspace: ws, Writable: true, Decider: DialDecider(sock)}))
+	c := startStdio(t, newServer(t, Options{Contract: con, Workspace: ws, Writable: true, Asker: decide.Dial(sock)}))
 
 	r := c.callTool("fs_write", `{"path":"secrets/k","text":"x"}`, `{"claudecode/toolUseId":"toolu_9"}`)
 	if !r.IsError || r.text() != "fs.write: was denied: the frame admits no file.write under secrets/; nothing was done" {
@@ -532,7 +532,7 @@ func TestServeDecisionChannelFailures(t *testing.T) {
 	} {
 		ws, _ := tree(t)
 		con, _ := ParseContract("test.yaml", []byte(testContract))
-		s := newServer(t, Options{Contract: con, Workspace: ws, Writable: true, Decider: DialDecider(path)})
+		s := newServer(t, Options{Contract: con, Workspace: ws, Writable: true, Asker: decide.Dial(path)})
 		c := startStdio(t, s)
 		r := c.callTool("fs_write", `{"path":"w.txt","text":"x"}`)
 		if !r.IsError || !strings.HasPrefix(r.text(), "fs.write: was denied because the decision channel failed") || !strings.Contains(r.text(), want) {
@@ -545,38 +545,9 @@ func TestServeDecisionChannelFailures(t *testing.T) {
 	}
 }
 
-// TestDecisionChannelDeadline: an answerer that never answers is cut off
-// at the asker's deadline and the call is denied.
-func TestDecisionChannelDeadline(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	sock := filepath.Join(t.TempDir(), "slow.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() {
-		served <- ServeDecisions(ctx, ln, func(ctx context.Context, _ DecisionRequest) record.Decision {
-			<-ctx.Done()
-			return record.AllowDecision()
-		})
-	}()
-	askCtx, askCancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer askCancel()
-	_, err = DialDecider(sock).Decide(askCtx, DecisionRequest{Seam: "owned_tool", CallID: "c", Tool: "t"})
-	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
-		t.Errorf("want the deadline, got %v", err)
-	}
-	cancel()
-	if err := <-served; err != nil {
-		t.Errorf("ServeDecisions: %v", err)
-	}
-}
-
-func TestRecordingDecider(t *testing.T) {
+func TestRecordingAsker(t *testing.T) {
 	var b strings.Builder
-	d, err := RecordingDecider(&b).Decide(context.Background(), DecisionRequest{Seam: "owned_tool", CallID: "jsonrpc:3", Tool: "read_file", Entry: "fs.read", Operation: "file.read", Subjects: []string{"file:a"}, Input: json.RawMessage(`{"path":"a"}`)})
+	d, err := RecordingAsker(&b).Ask(context.Background(), decide.Request{Seam: "owned_tool", CallID: "jsonrpc:3", Tool: "read_file", Entry: "fs.read", Operation: "file.read", Subjects: []string{"file:a"}, Input: json.RawMessage(`{"path":"a"}`)})
 	if err != nil || d.Decision != record.Allow {
 		t.Fatal(d, err)
 	}
@@ -701,7 +672,7 @@ func TestCallWithoutMCP(t *testing.T) {
 	ws, _ := tree(t)
 	con, _ := ParseContract("test.yaml", []byte(testContract))
 	d := &decisions{}
-	s := newServer(t, Options{Contract: con, Workspace: ws, Decider: d})
+	s := newServer(t, Options{Contract: con, Workspace: ws, Asker: d})
 	text, isErr, err := s.Call(context.Background(), "read_file", json.RawMessage(`{"path":"a.txt","max_bytes":null}`), "call_codex_1")
 	if err != nil || isErr || text != "alpha\nbeta needle\n" {
 		t.Fatalf("Call: %q %v %v", text, isErr, err)

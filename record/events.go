@@ -302,6 +302,17 @@ type ToolRequested struct {
 	Seam             string          `json:"seam"`
 }
 
+// Seams: where a call was presented (tool.requested.seam,
+// tool.decided.seam, the census's by_seam), spelled here once for the
+// engine, the decision channel and every kind's reader.
+const (
+	SeamRegistration   = "registration"
+	SeamHook           = "hook"
+	SeamControlRequest = "control_request"
+	SeamOwnedTool      = "owned_tool"
+	SeamNone           = "none"
+)
+
 // ToolDecided records one decision, in every mode.
 type ToolDecided struct {
 	CallID    string   `json:"call_id"`

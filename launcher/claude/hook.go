@@ -1,11 +1,49 @@
 package claude
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/record"
 )
+
+// maxHookPayload bounds the PreToolUse payload read from the hook's stdin
+// (it carries the call's input, which for Write holds a whole file).
+const maxHookPayload = 16 << 20
+
+// Hook is the PreToolUse hook program a claude run installs (the hidden
+// internal-hook verb): it reads Claude Code's payload from stdin, asks the
+// run's decision channel at socket, and writes the answer to stdout in the
+// hook's vocabulary. Every failure is a deny with the reason, never a hook
+// error the vendor might read as "go ahead"; the only error returned is
+// one writing stdout.
+func Hook(stdin io.Reader, stdout io.Writer, socket string) error {
+	_, err := stdout.Write(HookOutput(hookDecision(stdin, decide.Dial(socket))))
+	return err
+}
+
+func hookDecision(stdin io.Reader, asker decide.Asker) record.Decision {
+	payload, err := io.ReadAll(io.LimitReader(stdin, maxHookPayload))
+	if err != nil {
+		return record.DenyDecision("metaharness could not read the hook payload, so nothing ran: " + err.Error())
+	}
+	in, err := ParseHookInput(payload)
+	if err != nil {
+		return record.DenyDecision("metaharness could not read the hook payload, so nothing ran: " + err.Error())
+	}
+	// No deadline of our own: the channel's backstop lies between the
+	// run's deadline and HookTimeoutSeconds.
+	d, err := asker.Ask(context.Background(), decide.Request{
+		Seam: record.SeamHook, CallID: in.ToolUseID, Tool: in.ToolName, Input: in.ToolInput,
+	})
+	if err != nil {
+		return record.DenyDecision("metaharness's decision channel did not answer, so nothing ran: " + err.Error())
+	}
+	return d
+}
 
 // HookInput is the part of Claude Code's PreToolUse payload the seam reads.
 // tool_use_id is the transcript's tool_use id, which is the call_id.

@@ -218,9 +218,9 @@ func (r *Reader) assistant(raw []byte) []record.Event {
 // server's own channel for its tools, the PreToolUse hook for the rest.
 func SeamOf(tool string) string {
 	if strings.HasPrefix(tool, OwnedPrefix) {
-		return "owned_tool"
+		return record.SeamOwnedTool
 	}
-	return "hook"
+	return record.SeamHook
 }
 
 func (r *Reader) user(raw []byte) []record.Event {
