@@ -9,7 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
 // C1Vector pins one launch plan: a spec and an observed world in, the plan
@@ -31,20 +31,21 @@ type C1Refusal struct {
 
 // PlanC1 computes what the vector's spec and world plan to today.
 func PlanC1(v *C1Vector) (*launcher.Plan, *C1Refusal, error) {
-	switch v.Spec.Kind {
-	case "claude":
-		var w launcher.World
-		if err := json.Unmarshal(v.World, &w); err != nil {
-			return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
-		}
-		p, err := claude.Plan(&v.Spec, &w)
-		var r *exit.Refusal
-		if errors.As(err, &r) {
-			return nil, &C1Refusal{Name: r.Name, Message: r.Message}, nil
-		}
-		return p, nil, err
+	k, _ := kinds.Lookup(v.Spec.Kind)
+	runner, ok := k.(launcher.Runner)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: no C1 planner for kind %q", v.ID, v.Spec.Kind)
 	}
-	return nil, nil, fmt.Errorf("%s: no C1 planner for kind %q", v.ID, v.Spec.Kind)
+	var w launcher.World
+	if err := json.Unmarshal(v.World, &w); err != nil {
+		return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
+	}
+	p, err := runner.Plan(&v.Spec, &w)
+	var r *exit.Refusal
+	if errors.As(err, &r) {
+		return nil, &C1Refusal{Name: r.Name, Message: r.Message}, nil
+	}
+	return p, nil, err
 }
 
 // LoadC1 reads one vector file.

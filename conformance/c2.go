@@ -7,7 +7,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -16,17 +17,20 @@ import (
 // the reader presents them (no decision engine), so a replay pins the
 // reader alone, byte for byte.
 func ReplayC2(kind string, transcript []byte) ([]byte, error) {
-	return Replay(kind, "c2", transcript)
-}
-
-// Replay is ReplayC2 under the run id run.
-func Replay(kind, run string, transcript []byte) ([]byte, error) {
-	if kind != "claude" {
+	k, _ := kinds.Lookup(kind)
+	rp, ok := k.(launcher.Replayer)
+	if !ok {
 		return nil, fmt.Errorf("no transcript reader for kind %q", kind)
 	}
+	return Replay(rp, "c2", transcript)
+}
+
+// Replay maps transcript through the kind's own reader under the run id run
+// (ReplayC2, project --from).
+func Replay(kind launcher.Replayer, run string, transcript []byte) ([]byte, error) {
 	var out bytes.Buffer
 	w := record.NewWriter(&out, run)
-	var r claude.Reader
+	r := kind.NewTranscript()
 	sc := bufio.NewScanner(bytes.NewReader(transcript))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -45,7 +49,7 @@ func Replay(kind, run string, transcript []byte) ([]byte, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if err := w.Close(claude.CloseReason(r.Terminal()), nil); err != nil {
+	if err := w.Close(kind.CloseReason(r.Terminal()), nil); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

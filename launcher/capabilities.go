@@ -1,6 +1,3 @@
-// Package launcher runs one governed session: pairing checks, the scratch
-// tree, sidecars, the spawn and the gathering of events. Everything that is
-// specific to one vendor lives in a sub-package per kind.
 package launcher
 
 import (

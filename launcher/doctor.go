@@ -13,14 +13,6 @@ import (
 	"github.com/metaharness/metaharness/exit"
 )
 
-// Vendor is what doctor needs of a kind: its descriptor and the program a
-// run would look up, and where.
-type Vendor interface {
-	Capabilities() *Capabilities
-	BinaryName() string
-	ChildPath(callerHome string) string
-}
-
 // FlagProber is a kind whose launch flags can be put to the vendor binary
 // without a model, a network or a credential, from the environment a launch
 // for callerHome would construct, inside scratch (an empty directory doctor
@@ -30,16 +22,17 @@ type FlagProber interface {
 	ProbeFlags(ctx context.Context, binary, callerHome, scratch string) (checked, faults []string, err error)
 }
 
-// Doctor answers, before any run, whether a launch of v would be clean: the
+// Doctor answers, before any run, whether a launch of k would be clean: the
 // binary on the child's PATH, its version against the pin, the launch's
 // flags (when the kind can probe them) and a loopback bind. It prints one
 // line per fact. Exit 0: all clean; 1: answered, but a launch now would not
 // be clean; 2: the binary is missing or gives no version.
-func Doctor(ctx context.Context, v Vendor, callerHome string, out io.Writer) (exit.Code, error) {
-	caps := v.Capabilities()
-	kind, pins := caps.Adapter.ID, strings.Join(caps.VersionsPinned, ", ")
-	childPath := v.ChildPath(callerHome)
-	binary, err := LookPath(v.BinaryName(), childPath)
+func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit.Code, error) {
+	d := k.Descriptor()
+	caps := d.Capabilities
+	kind, pins := d.Name, strings.Join(caps.VersionsPinned, ", ")
+	childPath := ChildPath(callerHome)
+	binary, err := LookPath(d.Binary, childPath)
 	if err != nil {
 		return exit.Refused, exit.Refuse("vendor-not-found", "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, pins)
 	}
@@ -64,7 +57,7 @@ func Doctor(ctx context.Context, v Vendor, callerHome string, out io.Writer) (ex
 		faults++
 		fmt.Fprintf(&b, "%s: %s %s — OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it\n", kind, binary, version, pins)
 	}
-	if p, ok := v.(FlagProber); ok {
+	if p, ok := k.(FlagProber); ok {
 		probe := filepath.Join(scratch, "probe")
 		if err := os.Mkdir(probe, 0o700); err != nil {
 			return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch directory for the flag probe in %s", scratch)

@@ -23,14 +23,15 @@ const KillGrace = 1500 * time.Millisecond
 // Child is a spawned vendor process, the leader of its own process group so
 // that stopping the run stops everything it started.
 type Child struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	done  chan struct{}
+	err   error
 }
 
 // Spawn starts plan's program with exactly plan's environment, in plan's
-// directory, stdin from /dev/null, stdout to the returned reader and stderr
-// to stderr.
+// directory, stdin from /dev/null (a pipe under plan.StdinPipe, see
+// Child.Stdin), stdout to the returned reader and stderr to stderr.
 func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 	cmd := exec.Command(plan.Program, plan.Args...)
 	cmd.Env = plan.Env
@@ -41,12 +42,21 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	var in io.WriteCloser
+	if plan.StdinPipe {
+		if in, err = cmd.StdinPipe(); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", plan.Program, err)
 	}
-	c := &Child{cmd: cmd, done: make(chan struct{})}
+	c := &Child{cmd: cmd, stdin: in, done: make(chan struct{})}
 	return c, out, nil
 }
+
+// Stdin is the child's stdin under Plan.StdinPipe, else nil.
+func (c *Child) Stdin() io.WriteCloser { return c.stdin }
 
 // Pid is the child's process id (and its process group id).
 func (c *Child) Pid() int { return c.cmd.Process.Pid }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -49,11 +47,13 @@ type IO struct {
 // commands; then the wind-up, the attestation and the exit code. ctx ending
 // (SIGTERM, SIGINT) stops the child's whole process group and still closes
 // the stream.
-func Run(ctx context.Context, spec *Spec, a Adapter, rio IO) (exit.Code, error) {
+func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	if rio.Log == nil {
 		rio.Log = zap.NewNop()
 	}
-	r := &run{spec: spec, a: a, io: rio, caps: a.Capabilities()}
+	d := k.Descriptor()
+	r := &run{spec: spec, d: d, io: rio, caps: d.Capabilities}
+	r.runner, _ = k.(Runner)
 	defer r.cleanup()
 	code, err := r.start(ctx)
 	r.endStream()
@@ -77,10 +77,11 @@ func (r *run) endStream() {
 }
 
 type run struct {
-	spec *Spec
-	a    Adapter
-	io   IO
-	caps *Capabilities
+	spec   *Spec
+	d      *Descriptor
+	runner Runner // nil: the kind's run loop is not built
+	io     IO
+	caps   *Capabilities
 
 	auditor  *attest.Auditor
 	frame    *frame.Frame
@@ -88,6 +89,7 @@ type run struct {
 	context  []contextfile.File
 	scratch  string
 	cwd      string // the child's working directory
+	writes   bool   // the catalogue declares a write entry
 	socket   string // the decision channel
 	proxy    *loopback.Proxy
 	events   *record.Writer
@@ -132,17 +134,6 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if err := checkOutputPaths(s); err != nil {
 		return exit.Refused, err
 	}
-	if err := r.openEvents(); err != nil {
-		return exit.Refused, err
-	}
-	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
-	if err := frame.CheckControls(r.events, s.Kind, mode, r.frame != nil, refuses); err != nil {
-		return exit.Refused, err
-	}
-	if r.caps.Mode(s.Decisions) != Delivered {
-		return exit.Refused, exit.Refuse("decisions-unverified", "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
-			s.Decisions, r.caps.Mode(s.Decisions), s.Kind, s.Kind)
-	}
 	if s.Catalogue != "" {
 		if r.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return exit.Refused, err
@@ -160,6 +151,23 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		if fi, err := os.Stat(s.Cwd); err != nil || !fi.IsDir() {
 			return exit.Refused, exit.Refuse("cwd-not-a-directory", "--cwd %s is not a directory metaharness can enter; create it or name another", s.Cwd)
 		}
+	}
+	// Every check of the spec has held: only now may a kind whose run loop
+	// is not built refuse. The stream opens after it, for the controls the
+	// mode needs are refused as command results.
+	if r.runner == nil {
+		return exit.Refused, exit.Refuse("not-built", "run %s is not built yet: it waits for the %s adapter's run loop (launcher/%s); nothing was started", s.Kind, s.Kind, s.Kind)
+	}
+	if err := r.openEvents(); err != nil {
+		return exit.Refused, err
+	}
+	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
+	if err := frame.CheckControls(r.events, s.Kind, mode, r.frame != nil, refuses); err != nil {
+		return exit.Refused, err
+	}
+	if r.caps.Mode(s.Decisions) != Delivered {
+		return exit.Refused, exit.Refuse("decisions-unverified", "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
+			s.Decisions, r.caps.Mode(s.Decisions), s.Kind, s.Kind)
 	}
 	return r.launch(ctx, mode)
 }
@@ -237,8 +245,8 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 			return exit.Refused, err
 		}
 	}
-	childPath := r.a.ChildPath(r.io.Env["HOME"])
-	if w.Binary, err = LookPath(r.a.BinaryName(), childPath); err != nil {
+	childPath := ChildPath(r.io.Env["HOME"])
+	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
 		return exit.Refused, exit.Refuse("vendor-not-found", "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, strings.Join(r.caps.VersionsPinned, ", "))
 	}
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
@@ -264,8 +272,9 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 			op := mcpserve.OperationOf(e.Name)
 			w.CatalogueWrites = w.CatalogueWrites || op == "file.write" || op == "file.edit"
 		}
+		r.writes = w.CatalogueWrites
 	}
-	plan, err := r.a.Plan(s, w)
+	plan, err := r.runner.Plan(s, w)
 	if err != nil {
 		return exit.Refused, err
 	}
@@ -291,7 +300,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 
 func (r *run) startProxy(w *World) error {
 	s := r.spec
-	upstream, tokenEnv := r.a.LoopbackDefaults()
+	upstream, tokenEnv := r.d.Upstream, r.d.TokenEnv
 	if s.ModelEndpoint != "" {
 		upstream = s.ModelEndpoint
 	}
@@ -355,7 +364,8 @@ func writeFiles(files []File) error {
 	return nil
 }
 
-// session spawns the child and pumps until it is gone, then winds up.
+// session spawns the child and hands its pipes to the kind's session
+// until its stdout ends, then winds up.
 func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Code, error) {
 	s := r.spec
 	transcriptPath := filepath.Join(r.scratch, "transcript.jsonl")
@@ -365,38 +375,27 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	}
 	r.files = append(r.files, transcript)
 
-	var child *Child
-	var childMu sync.Mutex
-	stopChild := func() {
-		childMu.Lock()
-		c := child
-		childMu.Unlock()
-		if c != nil {
-			go c.Stop(context.Background())
-		}
-	}
-	eng, err := frame.New(frame.Config{
+	svc := &services{r: r, plan: plan}
+	defer svc.close()
+	svc.eng, err = frame.New(frame.Config{
 		Mode: mode, Frame: r.frame, Kind: s.Kind, Events: r.events,
-		VendorTimeout: r.a.HookTimeout(), Resolve: r.a.Resolve(r.contract),
+		VendorTimeout: r.runner.VendorTimeout(), Resolve: r.runner.Resolve(r.contract),
 		Refuses: func(c string) string { return r.caps.Support(c).RefusedWith },
-		Control: func(c record.Command) error {
-			switch c.(type) {
-			case *record.Interrupt, *record.Halt:
-				// A headless vendor has no control line: stopping the turn is
-				// stopping the process group (reference notes a23).
-				stopChild()
-				return nil
-			}
-			return fmt.Errorf("%s cannot apply %s", s.Kind, c.CommandName())
-		},
-		Stderr: r.io.Stderr,
+		Control: func(c record.Command) error { return svc.sess.Control(c) },
+		Stderr:  r.io.Stderr,
 	})
 	if err != nil {
 		return exit.Refused, err
 	}
+	eng := svc.eng
+	svc.sess = r.runner.NewSession(s, plan, svc)
+	answer := svc.Decide
+	if a, ok := svc.sess.(Answerer); ok {
+		answer = a.Answer
+	}
 
-	// The decision channel: the hook program and the catalogue server ask
-	// here before a call runs.
+	// The decision channel: the programs the child starts (a hook, the
+	// catalogue server) ask here before a call runs.
 	ln, err := net.Listen("unix", r.socket)
 	if err != nil {
 		return exit.Refused, exit.Wrap("decision-socket", err, "the decision channel cannot listen in %s", r.scratch)
@@ -405,9 +404,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = decide.Serve(serveCtx, ln, func(ctx context.Context, req decide.Request) record.Decision {
-			return r.decide(ctx, eng, req)
-		})
+		_ = decide.Serve(serveCtx, ln, answer)
 	}()
 	defer func() { stopServe(); <-served }()
 
@@ -415,14 +412,15 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	if err != nil {
 		return exit.Refused, exit.Wrap("spawn", err, "the vendor could not be started")
 	}
-	childMu.Lock()
-	child = c
-	childMu.Unlock()
-	stopped := context.AfterFunc(ctx, stopChild)
+	svc.setChild(c)
+	stopped := context.AfterFunc(ctx, svc.Stop)
 	defer stopped()
 
 	go r.readCommands(eng)
-	terminal := r.pump(stdout, transcript, eng, plan)
+	terminal := svc.sess.Drive(ctx, Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
+	if in := c.Stdin(); in != nil {
+		_ = in.Close()
+	}
 	process := c.Wait()
 
 	// Wind-up: pending calls are abandoned before the terminal record, so
@@ -434,7 +432,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 		terminal.Census = &census
 		_ = r.events.Emit(terminal)
 	}
-	reason := r.a.CloseReason(terminal)
+	reason := r.runner.CloseReason(terminal)
 	if eng.Halted() {
 		reason = record.ReasonSteerHalt
 	}
@@ -442,24 +440,6 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 		return exit.Refused, err
 	}
 	return r.conclude(ctx, plan, transcriptPath, process, terminal)
-}
-
-// decide answers one request on the decision channel.
-func (r *run) decide(ctx context.Context, eng *frame.Engine, req decide.Request) record.Decision {
-	name := req.Tool
-	switch req.Seam {
-	case record.SeamOwnedTool:
-		name = r.a.OwnedTool(req.Tool)
-	case record.SeamHook:
-		// The catalogue server's tools are decided at its own seam, where
-		// the call is performed; the hook leaves them to it.
-		if r.contract != nil && strings.HasPrefix(name, r.a.OwnedTool("")) {
-			return record.AbstainDecision()
-		}
-	default:
-		return record.DenyDecision("metaharness knows no seam " + req.Seam + ", so nothing ran")
-	}
-	return eng.Decide(ctx, frame.Call{CallID: req.CallID, Name: name, Input: req.Input, Seam: req.Seam}, nil)
 }
 
 // readCommands feeds stdin lines to the engine until stdin ends.
@@ -504,51 +484,6 @@ func readBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) 
 	}
 }
 
-// pump reads the child's stdout to the end: every line is kept in the
-// transcript first, then mapped. It returns the terminal record, held back
-// so the census can be set into it.
-func (r *run) pump(stdout io.Reader, transcript io.Writer, eng *frame.Engine, plan *Plan) *record.SessionEnded {
-	tr := r.a.NewTranscript()
-	br := bufio.NewReaderSize(stdout, 1<<20)
-	started, turn := false, uint32(0)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			_, _ = transcript.Write(line)
-			for _, it := range tr.Read(line) {
-				var at *string
-				if it.At != "" {
-					at = &it.At
-				}
-				switch ev := it.Event.(type) {
-				case *record.SessionStarted:
-					if started {
-						r.emit(at, &record.Opaque{Digest: digestOf(line), VendorType: strPtr("system"), VendorSubtype: strPtr("init (again)")})
-						continue
-					}
-					started = true
-					r.complete(ev, plan)
-					r.emit(at, ev)
-					turn++
-					_ = eng.StartTurn(turn, nil)
-				case *record.ToolRequested:
-					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
-				case *record.SessionEnded:
-					if turn > 0 {
-						_ = eng.EndTurn(turn, ev.StopReason, nil)
-					}
-				default:
-					r.emit(at, ev)
-				}
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	return tr.Terminal()
-}
-
 func (r *run) emit(at *string, ev record.Event) {
 	var err error
 	if at != nil {
@@ -566,14 +501,14 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	att := plan.Attestation
 	ev.Hermetic = &att
 	ev.Transcript = &record.TranscriptRef{Path: filepath.Join(r.scratch, "transcript.jsonl")}
-	ev.ContextFiles = contextfile.Records(r.context, r.a.ContextChannel())
+	ev.ContextFiles = contextfile.Records(r.context, r.d.ContextChannel)
 	if r.contract != nil {
 		ev.Withheld = []record.Withheld{}
 		ops := []string{}
 		for _, e := range r.contract.Entries {
 			op := mcpserve.OperationOf(e.Name)
 			if op == "" {
-				ev.Withheld = append(ev.Withheld, record.Withheld{Tool: r.a.OwnedTool(e.Published()), Reason: "this build performs no entry named " + e.Name})
+				ev.Withheld = append(ev.Withheld, record.Withheld{Tool: r.d.CatalogueName(e.Published()), Reason: "this build performs no entry named " + e.Name})
 				continue
 			}
 			if !slices.Contains(ops, op) {
@@ -650,11 +585,4 @@ func writeJSONFile(path string, v any) error {
 		return exit.Wrap("attestation-file", err, "--attestation %s cannot be created (it must not exist yet)", path)
 	}
 	return nil
-}
-
-func strPtr(s string) *string { return &s }
-
-func digestOf(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

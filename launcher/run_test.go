@@ -19,23 +19,18 @@ import (
 // unprovenKind is a kind whose descriptor marks ask mode unverified.
 type unprovenKind struct{}
 
-func (unprovenKind) Capabilities() *Capabilities {
-	return &Capabilities{
+func (unprovenKind) Descriptor() *Descriptor {
+	return &Descriptor{Name: "claude", Binary: "none", Capabilities: &Capabilities{
 		Adapter:        AdapterName{ID: "claude", Class: "harness"},
 		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
 		DecisionModes:  map[string]Status{"frame": Delivered, "ask": Unverified},
 		VersionsPinned: []string{"1"},
-	}
+	}}
 }
-func (unprovenKind) BinaryName() string                      { return "none" }
-func (unprovenKind) ChildPath(string) string                 { return "/nonexistent" }
-func (unprovenKind) Plan(*Spec, *World) (*Plan, error)       { return nil, errors.New("never planned") }
-func (unprovenKind) NewTranscript() Transcript               { return nil }
-func (unprovenKind) OwnedTool(p string) string               { return p }
-func (unprovenKind) HookTimeout() time.Duration              { return time.Minute }
-func (unprovenKind) CloseReason(*record.SessionEnded) string { return record.ReasonError }
-func (unprovenKind) ContextChannel() string                  { return "" }
-func (unprovenKind) LoopbackDefaults() (string, string)      { return "https://example.invalid", "K" }
+func (unprovenKind) Plan(*Spec, *World) (*Plan, error)         { return nil, errors.New("never planned") }
+func (unprovenKind) VendorTimeout() time.Duration              { return time.Minute }
+func (unprovenKind) CloseReason(*record.SessionEnded) string   { return record.ReasonError }
+func (unprovenKind) NewSession(*Spec, *Plan, Services) Session { return nil }
 func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return nil
 }

@@ -80,6 +80,9 @@ type Plan struct {
 	Args    []string `json:"args"`
 	Env     []string `json:"env"` // sorted KEY=VALUE
 	Dir     string   `json:"dir"`
+	// StdinPipe gives the child a pipe as its stdin, for a kind the run
+	// converses with (Pipes.Stdin); without it the child reads /dev/null.
+	StdinPipe bool `json:"stdin_pipe,omitempty"`
 	// Dirs are scratch directories of the kind's own (its config home),
 	// made before Files are written.
 	Dirs  []string `json:"dirs"`

@@ -5,26 +5,19 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/launcher/b10x"
-	"github.com/metaharness/metaharness/launcher/claude"
-	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
 type capabilitiesCmd struct {
-	Kind   string `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
+	Kind   string `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Render bool   `help:"Print each operation's vendor rendering, one line each, instead of the JSON descriptor."`
 }
 
-// descriptor picks the kind's adapter package.
+// descriptor is the kind's capabilities; the enum admits only the table's
+// kinds.
 func descriptor(kind string) *launcher.Capabilities {
-	switch kind {
-	case "claude":
-		return claude.Capabilities()
-	case "codex":
-		return codex.Capabilities()
-	default:
-		return b10x.Capabilities()
-	}
+	k, _ := kinds.Lookup(kind)
+	return k.Descriptor().Capabilities
 }
 
 func (c *capabilitiesCmd) run(e *env) (exit.Code, error) {

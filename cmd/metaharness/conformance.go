@@ -13,7 +13,7 @@ import (
 )
 
 type conformanceCmd struct {
-	Kind     string `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
+	Kind     string `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Contract bool   `help:"Print one contract_result JSON line on stdout; failures go to stderr."`
 	Live     bool   `help:"Also drive the installed vendor binary through the built-in session (scripted model, loopback proxy, catalogue, frame, audit): no credential, no network."`
 }

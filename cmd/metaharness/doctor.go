@@ -5,24 +5,14 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/launcher/b10x"
-	"github.com/metaharness/metaharness/launcher/claude"
-	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
 type doctorCmd struct {
-	Kind string `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
+	Kind string `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 }
 
 func (c *doctorCmd) run(e *env) (exit.Code, error) {
-	var v launcher.Vendor
-	switch c.Kind {
-	case "claude":
-		v = claude.Adapter{}
-	case "codex":
-		v = codex.Vendor{}
-	default:
-		v = b10x.Vendor{}
-	}
-	return launcher.Doctor(context.Background(), v, e.getenv("HOME"), e.stdout)
+	k, _ := kinds.Lookup(c.Kind) // the enum admits only the table's kinds
+	return launcher.Doctor(context.Background(), k, e.getenv("HOME"), e.stdout)
 }

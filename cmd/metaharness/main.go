@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
 // version is stamped by the build; "dev" otherwise.
@@ -23,7 +24,7 @@ var version = "dev"
 type cli struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
-	Run          runCmd          `cmd:"" help:"Run one governed session of a vendor CLI (KIND: claude, codex, b10x)."`
+	Run          runCmd          `cmd:"" help:"Run one governed session of a vendor CLI (KIND: ${kinds_list})."`
 	McpServe     mcpServeCmd     `cmd:"" name:"mcp-serve" help:"Serve a tool contract (or the default verbs) over MCP on stdio."`
 	Loopback     loopbackCmd     `cmd:"" help:"Run the credential-attaching loopback proxy standalone."`
 	Capabilities capabilitiesCmd `cmd:"" help:"Print a kind's adapter descriptor. No model, network or credential."`
@@ -97,6 +98,18 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 	return code
 }
 
+// vars are the values the flag tags interpolate: the version, and the kinds
+// as the table lists them, so that a kind added there is accepted here.
+func vars() kong.Vars {
+	names := kinds.Names()
+	return kong.Vars{
+		"version":    "metaharness " + version,
+		"kinds":      strings.Join(names, ","),
+		"kinds_list": strings.Join(names, ", "),
+		"kinds_or":   kinds.Spelled(names),
+	}
+}
+
 // helpExit carries kong's exit request (after --help or --version) out of
 // the parser without ending the process, so Main stays testable.
 type helpExit int
@@ -118,7 +131,7 @@ func parse(c *cli, args []string, stdout, stderr io.Writer) (code exit.Code, kct
 		kong.Description("Drive a vendor coding-agent CLI from outside: observable, steerable, hermetic."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(helpExit(code)) }),
-		kong.Vars{"version": "metaharness " + version},
+		vars(),
 	)
 	if err != nil {
 		return exit.Refused, nil, fmt.Errorf("internal: building the command line: %w", err)

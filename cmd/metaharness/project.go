@@ -4,17 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"strings"
 
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/traceir"
 )
-
-// fromFormats are the raw vendor records --from reads, and the reader each
-// goes through.
-var fromFormats = map[string]string{"claude-stream-json": "claude"}
 
 type projectCmd struct {
 	Events []string `arg:"" name:"EVENTS" help:"The event stream to project; with --html a second one is shown beside it."`
@@ -36,11 +35,11 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	case len(c.Events) == 2 && c.Out != "":
 		return exit.Refused, exit.Refuse("viewer-column-count", "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
 	}
-	kind := ""
+	var from launcher.Replayer
 	if c.From != "" {
 		var ok bool
-		if kind, ok = fromFormats[c.From]; !ok {
-			return exit.Refused, exit.Refuse("from-format-unknown", "--from %s: the raw records project reads are claude-stream-json (Claude Code's --output-format stream-json)", c.From)
+		if from, ok = kinds.ByRecordFormat(c.From); !ok {
+			return exit.Refused, exit.Refuse("from-format-unknown", "--from %s: the raw records project reads are %s, each a kind's own record read through its own reader; name one of them", c.From, strings.Join(kinds.RecordFormats(), ", "))
 		}
 	}
 	var streams []*traceir.Stream
@@ -52,9 +51,9 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 		}
 		src := traceir.Source{Format: record.EventFormat, Bytes: data}
 		events := data
-		if kind != "" {
+		if from != nil {
 			sum := sha256.Sum256(data)
-			if events, err = conformance.Replay(kind, "from-"+hex.EncodeToString(sum[:6]), data); err != nil {
+			if events, err = conformance.Replay(from, "from-"+hex.EncodeToString(sum[:6]), data); err != nil {
 				return exit.Refused, exit.Wrap("projection-unreadable", err, "%s cannot be read as %s", path, c.From)
 			}
 			src.Format = c.From

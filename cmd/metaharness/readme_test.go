@@ -28,7 +28,7 @@ func TestReadmeVerbTable(t *testing.T) {
 		documented = append(documented, m[1])
 	}
 
-	parser, err := kong.New(&cli{})
+	parser, err := kong.New(&cli{}, vars())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,12 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
 // runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
 type runCmd struct {
-	Kind     string       `arg:"" enum:"claude,codex,b10x" help:"The kind: claude, codex or b10x."`
+	Kind     string       `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Hermetic hermeticFlag `default:"off" help:"Recorded mode (bare: on); the controls are always imposed. strict owes an audit and fails the run on any gating row that is not ok."`
 	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
 	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
@@ -137,19 +137,14 @@ func (c *runCmd) spec() *launcher.Spec {
 
 func (c *runCmd) run(e *env) (exit.Code, error) {
 	spec := c.spec()
-	if spec.Kind != "claude" {
-		if err := launcher.CheckSpec(spec); err != nil {
-			return exit.Refused, err
-		}
-		return exit.Refused, notBuilt("run "+spec.Kind, "the "+spec.Kind+" adapter's run loop (launcher/"+spec.Kind+")")
-	}
+	kind, _ := kinds.Lookup(spec.Kind) // the enum admits only the table's kinds
 	self, err := selfPath()
 	if err != nil {
 		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return launcher.Run(ctx, spec, claude.Adapter{}, launcher.IO{
+	return launcher.Run(ctx, spec, kind, launcher.IO{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
 	})
 }

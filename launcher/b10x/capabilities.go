@@ -42,10 +42,12 @@ func Capabilities() *launcher.Capabilities {
 	}
 }
 
-// Vendor is the b10x loop's program as doctor sees it; `run b10x` is not
-// built, so there is no launch whose flags it could put to the binary.
-type Vendor struct{}
+// Kind is the b10x loop as every verb sees it. Only its descriptor is
+// built: `run b10x` refuses not-built after the spec's checks.
+type Kind struct{}
 
-func (Vendor) Capabilities() *launcher.Capabilities { return Capabilities() }
-func (Vendor) BinaryName() string                   { return "b10x-harness" }
-func (Vendor) ChildPath(home string) string         { return launcher.ChildPath(home) }
+var _ launcher.Kind = Kind{}
+
+func (Kind) Descriptor() *launcher.Descriptor {
+	return &launcher.Descriptor{Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities()}
+}

@@ -13,8 +13,6 @@ import (
 	"github.com/metaharness/metaharness/launcher"
 )
 
-var _ launcher.FlagProber = Adapter{}
-
 // unknownOption is how Claude Code's option parser refuses a flag.
 var unknownOption = regexp.MustCompile(`unknown option '([^']+)'`)
 
@@ -30,7 +28,7 @@ const settingsMissing = "Settings file not found"
 // know, or gets as far as the settings file and stops there, before any
 // request. The model endpoint is a closed loopback port, should it ever get
 // further.
-func (Adapter) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
+func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
 	spec := &launcher.Spec{Kind: "claude", Prompt: "doctor", Credentials: "none", Decisions: "frame", Hermetic: "off",
 		Model: "doctor-probe", Effort: "low", MaxTurns: 1, MaxBudgetUSD: "0.01"}
 	w := &launcher.World{

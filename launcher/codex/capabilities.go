@@ -46,10 +46,15 @@ func Capabilities() *launcher.Capabilities {
 	}
 }
 
-// Vendor is the codex program as doctor sees it; `run codex` is not built,
-// so there is no launch whose flags it could put to the binary.
-type Vendor struct{}
+// Kind is Codex as every verb sees it. Only its descriptor is built: `run
+// codex` refuses not-built after the spec's checks, and doctor finds the
+// binary and its pin but has no launch whose flags to probe. The run loop
+// plugs in here as a launcher.Runner whose session converses with
+// `codex app-server` over the child's stdin and stdout.
+type Kind struct{}
 
-func (Vendor) Capabilities() *launcher.Capabilities { return Capabilities() }
-func (Vendor) BinaryName() string                   { return "codex" }
-func (Vendor) ChildPath(home string) string         { return launcher.ChildPath(home) }
+var _ launcher.Kind = Kind{}
+
+func (Kind) Descriptor() *launcher.Descriptor {
+	return &launcher.Descriptor{Name: "codex", Binary: "codex", Capabilities: Capabilities(), Upstream: "https://api.openai.com", TokenEnv: "OPENAI_API_KEY"}
+}

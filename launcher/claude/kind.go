@@ -11,29 +11,34 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// Adapter is the claude kind for the run loop.
-type Adapter struct{}
+// Kind is Claude Code as every verb sees it: the run loop, C2 replays and
+// doctor's flag probe are built.
+type Kind struct{}
 
-var _ launcher.Adapter = Adapter{}
+var (
+	_ launcher.Runner     = Kind{}
+	_ launcher.Replayer   = Kind{}
+	_ launcher.FlagProber = Kind{}
+)
 
-func (Adapter) Capabilities() *launcher.Capabilities { return Capabilities() }
-func (Adapter) BinaryName() string                   { return "claude" }
-func (Adapter) ChildPath(home string) string         { return launcher.ChildPath(home) }
-func (Adapter) NewTranscript() launcher.Transcript   { return &Reader{} }
-func (Adapter) OwnedTool(published string) string    { return OwnedPrefix + published }
-func (Adapter) HookTimeout() time.Duration           { return HookTimeoutSeconds * time.Second }
-func (Adapter) ContextChannel() string               { return ContextChannel }
+// Descriptor: the Anthropic API behind the loopback proxy, with the key the
+// caller exports for it; --context on the system prompt.
+func (Kind) Descriptor() *launcher.Descriptor {
+	return &launcher.Descriptor{
+		Name: "claude", Binary: "claude", Capabilities: Capabilities(),
+		ContextChannel: ContextChannel,
+		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
+		RecordFormat: "claude-stream-json",
+	}
+}
 
-func (Adapter) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
-
-func (Adapter) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return Plan(spec, w)
 }
 
-// LoopbackDefaults: the Anthropic API, with the key the caller exports for it.
-func (Adapter) LoopbackDefaults() (string, string) {
-	return "https://api.anthropic.com", "ANTHROPIC_API_KEY"
-}
+func (Kind) VendorTimeout() time.Duration              { return HookTimeoutSeconds * time.Second }
+func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
+func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 
 // nativeOps is the rendering table read backwards: the operation each
 // native tool performs and the input key naming its subject.
@@ -50,7 +55,7 @@ var nativeOps = map[string]struct{ op, key string }{
 // catalogue's own entries through the contract, other MCP tools to
 // mcp.call, native tools through the rendering table. Anything else
 // resolves to nothing, which a frame denies as uncovered.
-func (Adapter) Resolve(cat *mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
+func (Kind) Resolve(cat *mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return func(tool string, input json.RawMessage) frame.Resolution {
 		if published, ok := strings.CutPrefix(tool, OwnedPrefix); ok {
 			if cat == nil {

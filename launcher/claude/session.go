@@ -1,0 +1,99 @@
+package claude
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// NewSession: Claude Code is a child whose record is read. Its stdout is
+// stream-json; its calls are decided before they run by the PreToolUse hook
+// and the catalogue server it starts, which ask over the decision channel
+// (Answer), and shown to the engine as observations when the record names
+// them.
+func (Kind) NewSession(spec *launcher.Spec, _ *launcher.Plan, run launcher.Services) launcher.Session {
+	return &session{run: run, catalogue: spec.Catalogue != ""}
+}
+
+type session struct {
+	run       launcher.Services
+	catalogue bool
+}
+
+var _ launcher.Answerer = (*session)(nil)
+
+// Drive reads stdout to the end: every line is kept in the transcript first,
+// then mapped. The terminal record is held back for the run to set the
+// census into.
+func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
+	var tr Reader
+	eng := s.run.Engine()
+	br := bufio.NewReaderSize(p.Stdout, 1<<20)
+	started, turn := false, uint32(0)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			_, _ = p.Transcript.Write(line)
+			for _, it := range tr.Read(line) {
+				switch ev := it.Event.(type) {
+				case *record.SessionStarted:
+					if started {
+						sum := sha256.Sum256(line)
+						system, again := "system", "init (again)"
+						s.run.Emit(it.At, &record.Opaque{Digest: hex.EncodeToString(sum[:]), VendorType: &system, VendorSubtype: &again})
+						continue
+					}
+					started = true
+					s.run.Started(it.At, ev)
+					turn++
+					_ = eng.StartTurn(turn, nil)
+				case *record.ToolRequested:
+					var at *string
+					if it.At != "" {
+						at = &it.At
+					}
+					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+				case *record.SessionEnded:
+					if turn > 0 {
+						_ = eng.EndTurn(turn, ev.StopReason, nil)
+					}
+				default:
+					s.run.Emit(it.At, ev)
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return tr.Terminal()
+}
+
+// Control: headless Claude Code takes no control line, so interrupting or
+// halting the turn is stopping the process group (reference notes a23).
+func (s *session) Control(c record.Command) error {
+	switch c.(type) {
+	case *record.Interrupt, *record.Halt:
+		s.run.Stop()
+		return nil
+	}
+	return fmt.Errorf("claude cannot apply %s", c.CommandName())
+}
+
+// Answer decides a request of the hook or the catalogue server. The
+// catalogue server's tools are decided at its own seam, where the call is
+// performed; the hook leaves them to it.
+func (s *session) Answer(ctx context.Context, req decide.Request) record.Decision {
+	if req.Seam == record.SeamHook && s.catalogue && strings.HasPrefix(req.Tool, OwnedPrefix) {
+		return record.AbstainDecision()
+	}
+	return s.run.Decide(ctx, req)
+}

@@ -1,0 +1,165 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Kind is one vendor kind as every verb sees it: a descriptor, which is
+// data, and whatever of the kind is built, which the optional interfaces
+// below say (Runner, Replayer, FlagProber). A sub-package per kind
+// implements it; launcher/kinds is the table of them.
+type Kind interface {
+	Descriptor() *Descriptor
+}
+
+// Descriptor is what a kind is, as data the kind-neutral code reads instead
+// of naming the kind.
+type Descriptor struct {
+	// Name is the kind on the command line (run NAME).
+	Name string
+	// Binary is the vendor program looked up on the child's PATH.
+	Binary string
+	// Capabilities is what `capabilities NAME` prints; the run refuses what
+	// it does not honour.
+	Capabilities *Capabilities
+	// ContextChannel names how --context files reach the model
+	// (session.started.context_files[].channel).
+	ContextChannel string
+	// Upstream is the loopback proxy's default upstream, and TokenEnv the
+	// caller's variable holding its token by default.
+	Upstream, TokenEnv string
+	// RecordFormat names the kind's raw record for project --from
+	// (claude-stream-json), "" when it has none a Replayer reads.
+	RecordFormat string
+}
+
+// Runner is a kind whose run loop is built. `run NAME` on a kind that is
+// not one refuses not-built, after every check of the spec.
+type Runner interface {
+	Kind
+	// Plan is the pure launch plan (what C1 vectors pin).
+	Plan(spec *Spec, w *World) (*Plan, error)
+	// Resolve maps a vendor tool call to neutral operations and subjects;
+	// cat is the run's tool contract, or nil.
+	Resolve(cat *mcpserve.Contract) func(tool string, input json.RawMessage) frame.Resolution
+	// VendorTimeout is how long the vendor waits for one decision (its hook
+	// or callback timeout); the engine's deadline is strictly inside it.
+	VendorTimeout() time.Duration
+	// NewSession makes the driver of one session's child from the spec and
+	// the plan it was launched with. It is called before the spawn, once the
+	// run's services exist.
+	NewSession(spec *Spec, plan *Plan, run Services) Session
+	// CloseReason is the stream.closed reason the terminal record supports
+	// (nil: there was none).
+	CloseReason(terminal *record.SessionEnded) string
+}
+
+// Session drives one child from its spawn to its end. The run hands it the
+// child's pipes and keeps everything else: the decision engine, the event
+// stream, the catalogue's performers, the child's process group, the
+// commands on stdin, the wind-up and the attestation.
+//
+// The two shapes of child both fit: one whose record is read (Claude Code:
+// stream-json on stdout, its calls decided over the decision channel by the
+// hook and mcp-serve it starts, see Answerer) and one the run converses with
+// (codex app-server: JSON-RPC over the child's stdin and stdout, where the
+// session answers the child's requests through the engine and Perform, and
+// sends it control requests from Control).
+type Session interface {
+	// Drive reads the child's stdout to its end (and, for a conversing
+	// kind, writes its stdin), keeping every line it exchanges in
+	// p.Transcript. It returns the terminal record, nil when there was none;
+	// the run sets the census into it and emits it.
+	Drive(ctx context.Context, p Pipes) *record.SessionEnded
+	// Control applies a command the kind's descriptor honours beyond the
+	// engine's own (interrupt, halt, steer, …) to the live child. It is
+	// called from the command reader, while Drive runs.
+	Control(c record.Command) error
+}
+
+// Answerer is a session whose child's programs ask over the decision channel
+// (internal/decide). A session that is not one has its channel requests
+// decided by Services.Decide.
+type Answerer interface {
+	Answer(ctx context.Context, req decide.Request) record.Decision
+}
+
+// Pipes are the child's ends a session drives.
+type Pipes struct {
+	// Stdin is the child's stdin when the plan asked for a pipe
+	// (Plan.StdinPipe), else nil (the child reads /dev/null).
+	Stdin io.WriteCloser
+	// Stdout is the child's stdout, read to its end.
+	Stdout io.Reader
+	// Transcript keeps the raw record: what --retain-dir copies and the
+	// auditor reads.
+	Transcript io.Writer
+}
+
+// Services are what the run offers a session. Every method is safe to call
+// from any goroutine.
+type Services interface {
+	// Engine decides calls (Observe, Request, Decide) and keeps turns.
+	Engine() *frame.Engine
+	// Contract is the run's checked tool contract (--catalogue), nil
+	// without one.
+	Contract() *mcpserve.Contract
+	// Started completes the vendor's opening record with metaharness's own
+	// facts (the attestation, the transcript, the context files, the
+	// catalogue's operations) and emits it.
+	Started(at string, ev *record.SessionStarted)
+	// Emit writes an event into the stream; at is the vendor's timestamp,
+	// "" for none.
+	Emit(at string, ev record.Event)
+	// Decide decides a request of the decision channel: a catalogue call
+	// under its name inside the run, any other under its own name.
+	Decide(ctx context.Context, req decide.Request) record.Decision
+	// Perform runs a catalogue call in-process through mcpserve's
+	// Server.Call on the run's checked catalogue, in the child's cwd: the
+	// same argument checks, decision (at the owned_tool seam) and
+	// performers as mcp-serve. callID "" makes one.
+	Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (text string, isError bool, err error)
+	// Stop ends the child's whole process group; it returns at once.
+	Stop()
+}
+
+// Replayer is a kind whose raw record can be read back without a run (C2
+// replays, project --from).
+type Replayer interface {
+	Kind
+	// NewTranscript reads the vendor's record, line by line.
+	NewTranscript() Transcript
+	CloseReason(terminal *record.SessionEnded) string
+}
+
+// Transcript maps a vendor's record, line by line, to events.
+type Transcript interface {
+	Read(line []byte) []Item
+	// Terminal is the session.ended the record produced, nil when none.
+	Terminal() *record.SessionEnded
+}
+
+// Item is one event and the vendor timestamp it carries ("" when none).
+type Item struct {
+	At    string
+	Event record.Event
+}
+
+// CatalogueName is the name under which the model calls the catalogue entry
+// published as published, by the descriptor's catalogue rendering; "" when
+// the kind carries no catalogue.
+func (d *Descriptor) CatalogueName(published string) string {
+	if d.Capabilities == nil || d.Capabilities.CatalogueRendering == nil {
+		return ""
+	}
+	return strings.ReplaceAll(*d.Capabilities.CatalogueRendering, "{mcp}", published)
+}

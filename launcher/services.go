@@ -1,0 +1,102 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// services is the run's side of the seam (Services), for one session.
+type services struct {
+	r    *run
+	plan *Plan
+	eng  *frame.Engine
+	sess Session
+
+	mu    sync.Mutex
+	child *Child
+
+	once   sync.Once
+	server *mcpserve.Server // the in-process catalogue server, made at the first Perform
+	srvErr error
+}
+
+var _ Services = (*services)(nil)
+
+func (v *services) Engine() *frame.Engine { return v.eng }
+
+func (v *services) Contract() *mcpserve.Contract { return v.r.contract }
+
+func (v *services) Started(at string, ev *record.SessionStarted) {
+	v.r.complete(ev, v.plan)
+	v.Emit(at, ev)
+}
+
+func (v *services) Emit(at string, ev record.Event) {
+	var p *string
+	if at != "" {
+		p = &at
+	}
+	v.r.emit(p, ev)
+}
+
+func (v *services) Decide(ctx context.Context, req decide.Request) record.Decision {
+	name := req.Tool
+	switch req.Seam {
+	case record.SeamOwnedTool:
+		name = v.r.d.CatalogueName(req.Tool)
+	case record.SeamHook:
+	default:
+		return record.DenyDecision("metaharness knows no seam " + req.Seam + ", so nothing ran")
+	}
+	return v.eng.Decide(ctx, frame.Call{CallID: req.CallID, Name: name, Input: req.Input, Seam: req.Seam}, nil)
+}
+
+func (v *services) Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (string, bool, error) {
+	v.once.Do(func() {
+		if v.r.contract == nil {
+			v.srvErr = errors.New("this run has no --catalogue, so it performs no catalogue call")
+			return
+		}
+		v.server, v.srvErr = mcpserve.NewServer(mcpserve.Options{
+			Contract: v.r.contract, Workspace: v.r.cwd, Writable: v.r.writes,
+			Asker: decide.AskerFunc(func(ctx context.Context, req decide.Request) (record.Decision, error) {
+				return v.Decide(ctx, req), nil
+			}),
+		})
+	})
+	if v.srvErr != nil {
+		return "", false, v.srvErr
+	}
+	return v.server.Call(ctx, tool, args, callID)
+}
+
+func (v *services) setChild(c *Child) {
+	v.mu.Lock()
+	v.child = c
+	v.mu.Unlock()
+}
+
+// Stop ends the child's process group in the background: a headless vendor
+// has no control line, so stopping a turn is stopping the group (reference
+// notes a23), and a conversing kind's last resort is the same.
+func (v *services) Stop() {
+	v.mu.Lock()
+	c := v.child
+	v.mu.Unlock()
+	if c != nil {
+		go c.Stop(context.Background())
+	}
+}
+
+func (v *services) close() {
+	if v.server != nil {
+		_ = v.server.Close()
+	}
+}
