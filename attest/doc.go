@@ -14,7 +14,7 @@
 // The order a run calls it in:
 //
 //	aud, err := attest.CheckPairing(p)        // before anything is started; err is exit 2
-//	walk, err := attest.WalkMemory(kind, dir) // before the spawn
+//	walk, err := attest.WalkMemory(shapes, dir) // before the spawn
 //	attest.AttestWorkdir(wd, &attestation)    // H7 and H11 into session.started.hermetic
 //	tap := &attest.Tap{}                      // record.NewWriter(io.MultiWriter(stdout, tap), id)
 //	... the session ...

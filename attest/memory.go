@@ -10,23 +10,20 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// MemoryShapes lists, per kind, every memory-file shape the pinned vendor
-// loader reads from a directory, relative to it. A shape ending in "/*.md"
-// is every .md file directly in that directory.
-//
-// Claude Code reads CLAUDE.md, CLAUDE.local.md, .claude/CLAUDE.md and the
-// rule files under .claude/rules; AGENTS.md is listed too, because reporting
-// one more shape on claude costs nothing (the row stays ok). Codex reads
-// AGENTS.md and AGENTS.override.md; the seed adds CLAUDE.md. The b10x loop
-// reads CLAUDE.md and AGENTS.md.
-func MemoryShapes(kind string) []string {
-	switch kind {
-	case "claude":
-		return []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"}
-	case "codex":
-		return []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}
-	}
-	return []string{"CLAUDE.md", "AGENTS.md"}
+// Memory is how a kind's loader treats memory files, as the kind's
+// descriptor declares it (launcher/<kind>).
+type Memory struct {
+	// Shapes lists every memory-file shape the pinned loader reads from a
+	// directory, relative to it. A shape ending in "/*.md" is every .md file
+	// directly in that directory.
+	Shapes []string
+	// KeptOut says how the launch keeps memory files above the cwd out of
+	// the loader, for H11; "" when it cannot, so that one found there is a
+	// gap.
+	KeptOut string
+	// AtRoot says what becomes of a memory file at the root of the cwd, for
+	// ambient_inputs; "" is "read by the vendor".
+	AtRoot string
 }
 
 // MemoryWalk is what the ancestor walk from a working directory found.
@@ -40,12 +37,12 @@ type MemoryWalk struct {
 }
 
 // WalkMemory looks in dir and in every directory above it, up to the
-// filesystem root, for the memory-file shapes kind's loader reads. The
+// filesystem root, for the memory-file shapes a kind's loader reads. The
 // vendor starts in the resolved directory (its getcwd), so when dir passes
 // through a symbolic link both the spelled and the resolved ancestors are
 // walked. An unreadable directory is one the vendor cannot read either, and
 // is passed over.
-func WalkMemory(kind, dir string) (MemoryWalk, error) {
+func WalkMemory(shapes []string, dir string) (MemoryWalk, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return MemoryWalk{}, fmt.Errorf("memory walk from %s: %w", dir, err)
@@ -57,7 +54,6 @@ func WalkMemory(kind, dir string) (MemoryWalk, error) {
 	if !fi.IsDir() {
 		return MemoryWalk{}, fmt.Errorf("memory walk from %s: not a directory", dir)
 	}
-	shapes := MemoryShapes(kind)
 	w := MemoryWalk{From: abs}
 	starts := []string{abs}
 	if r, err := filepath.EvalSymlinks(abs); err == nil && r != abs {
@@ -117,7 +113,9 @@ func isFile(p string) bool {
 
 // Workdir is where the child runs, as the launch planned it.
 type Workdir struct {
-	Kind string
+	// Kind names the kind in the rows; Memory is its loader's rules.
+	Kind   string
+	Memory Memory
 	// Dir is the child's working directory.
 	Dir string
 	// Operator is --cwd: Dir is a tree the caller named, and the child may
@@ -126,7 +124,7 @@ type Workdir struct {
 	// ScratchCwd is --scratch-cwd: the caller declared Dir its own
 	// disposable copy (only with Operator).
 	ScratchCwd bool
-	// Walk is WalkMemory(Kind, Dir), taken before the spawn.
+	// Walk is WalkMemory(Memory.Shapes, Dir), taken before the spawn.
 	Walk MemoryWalk
 }
 
@@ -140,12 +138,11 @@ type Workdir struct {
 //     this directory); H11 from the walk.
 //
 // H11 from the walk: nothing above is imposed. A memory file above is named
-// in the row; on claude the row stays imposed (it rests on
-// --setting-sources "" and the fresh scratch config home), on codex and b10x
-// the loader would read it, so the row is unavailable (a gap). A memory file
-// at the root is the tree's own and goes into ambient_inputs. On claude both
-// claims are held to TestRunClaudeMemoryCanary: without --setting-sources ""
-// the pinned loader reads files above and at the root, with it neither.
+// in the row; where the kind's launch keeps such files out (Memory.KeptOut)
+// the row stays imposed on that ground, elsewhere the loader would read it,
+// so the row is unavailable (a gap). A memory file at the root is the
+// tree's own and goes into ambient_inputs, saying what becomes of it
+// (Memory.AtRoot).
 func AttestWorkdir(w Workdir, a *record.Attestation) {
 	dir := w.Dir
 	switch {
@@ -159,19 +156,19 @@ func AttestWorkdir(w Workdir, a *record.Attestation) {
 	default:
 		a.Imposed = append(a.Imposed, record.RowHow{Row: H7, How: fmt.Sprintf("the child starts in %s, a directory metaharness made in its scratch tree", dir)})
 	}
-	shapes := strings.Join(MemoryShapes(w.Kind), ", ")
+	shapes := strings.Join(w.Memory.Shapes, ", ")
 	switch {
 	case len(w.Walk.Above) == 0:
 		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf("the ancestor walk from %s found no memory file (%s) above it", dir, shapes)})
-	case w.Kind == "claude":
-		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf(`--setting-sources "" and a fresh scratch config home keep memory files out (a canary test holds the pinned Claude Code to it); the ancestor walk from %s reports above it: %s`, dir, bounded(w.Walk.Above, ", "))})
+	case w.Memory.KeptOut != "":
+		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf("%s; the ancestor walk from %s reports above it: %s", w.Memory.KeptOut, dir, bounded(w.Walk.Above, ", "))})
 	default:
 		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: H11, Why: fmt.Sprintf("the %s loader reads memory files above %s, and the ancestor walk found: %s", w.Kind, dir, bounded(w.Walk.Above, ", "))})
 	}
 	for _, f := range w.Walk.AtRoot {
 		read := "read by the vendor"
-		if w.Kind == "claude" {
-			read = `not loaded under --setting-sources ""`
+		if w.Memory.AtRoot != "" {
+			read = w.Memory.AtRoot
 		}
 		in := fmt.Sprintf("memory file %s at the root of %s: the tree's own, %s", f, dir, read)
 		if !slices.Contains(a.AmbientInputs, in) {

@@ -50,6 +50,19 @@ func under(root string, paths []string) []string {
 	return out
 }
 
+// Loader rules shaped like the ones the kinds declare (launcher/<kind>;
+// launcher/kinds walks the kinds' own): one whose launch keeps memory files
+// above out, two whose loaders read them.
+var (
+	keepsOut = Memory{
+		Shapes:  []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"},
+		KeptOut: `--setting-sources "" and a fresh scratch config home keep memory files out`,
+		AtRoot:  `not loaded under --setting-sources ""`,
+	}
+	readsAbove = Memory{Shapes: []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}}
+	readsBoth  = Memory{Shapes: []string{"CLAUDE.md", "AGENTS.md"}}
+)
+
 func TestWalkMemoryFindsEveryShapeAboveAndAtRoot(t *testing.T) {
 	root := tree(t,
 		"CLAUDE.md", "AGENTS.override.md",
@@ -59,13 +72,14 @@ func TestWalkMemoryFindsEveryShapeAboveAndAtRoot(t *testing.T) {
 	copyDir := filepath.Join(root, "a", "copy")
 	for _, c := range []struct {
 		kind          string
+		memory        Memory
 		above, atRoot []string
 	}{
-		{"claude", []string{"a/CLAUDE.local.md", "a/.claude/CLAUDE.md", "a/.claude/rules/style.md", "CLAUDE.md"}, []string{"a/copy/CLAUDE.md", "a/copy/AGENTS.md"}},
-		{"codex", []string{"AGENTS.override.md", "CLAUDE.md"}, []string{"a/copy/AGENTS.md", "a/copy/CLAUDE.md"}},
-		{"b10x", []string{"CLAUDE.md"}, []string{"a/copy/CLAUDE.md", "a/copy/AGENTS.md"}},
+		{"keeps out", keepsOut, []string{"a/CLAUDE.local.md", "a/.claude/CLAUDE.md", "a/.claude/rules/style.md", "CLAUDE.md"}, []string{"a/copy/CLAUDE.md", "a/copy/AGENTS.md"}},
+		{"reads above", readsAbove, []string{"AGENTS.override.md", "CLAUDE.md"}, []string{"a/copy/AGENTS.md", "a/copy/CLAUDE.md"}},
+		{"reads both", readsBoth, []string{"CLAUDE.md"}, []string{"a/copy/CLAUDE.md", "a/copy/AGENTS.md"}},
 	} {
-		w, err := WalkMemory(c.kind, copyDir)
+		w, err := WalkMemory(c.memory.Shapes, copyDir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +104,7 @@ func TestWalkMemoryFollowsBothSpellings(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "real", "ws"), link); err != nil {
 		t.Fatal(err)
 	}
-	w, err := WalkMemory("b10x", link)
+	w, err := WalkMemory(readsBoth.Shapes, link)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +118,7 @@ func TestWalkMemoryFollowsBothSpellings(t *testing.T) {
 func TestWalkMemoryRefusesWhatIsNotADirectory(t *testing.T) {
 	root := tree(t, "file")
 	for _, dir := range []string{filepath.Join(root, "file"), filepath.Join(root, "missing")} {
-		if _, err := WalkMemory("claude", dir); err == nil || !strings.Contains(err.Error(), dir) {
+		if _, err := WalkMemory(keepsOut.Shapes, dir); err == nil || !strings.Contains(err.Error(), dir) {
 			t.Errorf("WalkMemory(%s) = %v, want an error naming it", dir, err)
 		}
 	}
@@ -123,18 +137,18 @@ func TestAttestWorkdirThroughTheFloor(t *testing.T) {
 		ambient        []string
 		strictExitCode int
 	}{
-		{"scratch cwd, nothing above", Workdir{Kind: "claude", Dir: "/c"}, OK, OK, "planned directory", "found no memory file", nil, 0},
-		{"--cwd", Workdir{Kind: "codex", Dir: "/c", Operator: true, Walk: atRoot}, Gap, Gap,
+		{"scratch cwd, nothing above", Workdir{Kind: "claude", Memory: keepsOut, Dir: "/c"}, OK, OK, "planned directory", "found no memory file", nil, 0},
+		{"--cwd", Workdir{Kind: "codex", Memory: readsAbove, Dir: "/c", Operator: true, Walk: atRoot}, Gap, Gap,
 			"could write to the operator's tree", "the walk found: /c/AGENTS.md", nil, 1},
-		{"--scratch-cwd claude, memory above: reported, ok", Workdir{Kind: "claude", Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, OK,
+		{"--scratch-cwd claude, memory above: reported, ok", Workdir{Kind: "claude", Memory: keepsOut, Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, OK,
 			"declared: --scratch-cwd", "reports above it: /CLAUDE.md", nil, 0},
-		{"--scratch-cwd codex, memory above: a gap", Workdir{Kind: "codex", Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, Gap,
+		{"--scratch-cwd codex, memory above: a gap", Workdir{Kind: "codex", Memory: readsAbove, Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, Gap,
 			"declared", "codex loader reads memory files above /c", nil, 1},
-		{"--scratch-cwd b10x, memory above: a gap", Workdir{Kind: "b10x", Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, Gap,
+		{"--scratch-cwd b10x, memory above: a gap", Workdir{Kind: "b10x", Memory: readsBoth, Dir: "/c", Operator: true, ScratchCwd: true, Walk: above}, OK, Gap,
 			"declared", "found: /CLAUDE.md", nil, 1},
-		{"--scratch-cwd, memory at the root: the copy's own", Workdir{Kind: "codex", Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
+		{"--scratch-cwd, memory at the root: the copy's own", Workdir{Kind: "codex", Memory: readsAbove, Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
 			"declared", "found no memory file", []string{"memory file /c/AGENTS.md at the root of /c: the tree's own, read by the vendor"}, 0},
-		{"--scratch-cwd claude, memory at the root: the copy's own, not loaded", Workdir{Kind: "claude", Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
+		{"--scratch-cwd claude, memory at the root: the copy's own, not loaded", Workdir{Kind: "claude", Memory: keepsOut, Dir: "/c", Operator: true, ScratchCwd: true, Walk: atRoot}, OK, OK,
 			"declared", "found no memory file", []string{`memory file /c/AGENTS.md at the root of /c: the tree's own, not loaded under --setting-sources ""`}, 0},
 	}
 	for _, c := range cases {
@@ -175,12 +189,12 @@ func TestAttestWorkdirThroughTheFloor(t *testing.T) {
 func TestWalkThenAttest(t *testing.T) {
 	root := tree(t, "AGENTS.md", "copy/AGENTS.md")
 	dir := filepath.Join(root, "copy")
-	w, err := WalkMemory("codex", dir)
+	w, err := WalkMemory(readsAbove.Shapes, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	att := &record.Attestation{}
-	AttestWorkdir(Workdir{Kind: "codex", Dir: dir, Operator: true, ScratchCwd: true, Walk: w}, att)
+	AttestWorkdir(Workdir{Kind: "codex", Memory: readsAbove, Dir: dir, Operator: true, ScratchCwd: true, Walk: w}, att)
 	if len(att.Unavailable) != 1 || att.Unavailable[0].Row != H11 || !strings.Contains(att.Unavailable[0].Why, filepath.Join(root, "AGENTS.md")) {
 		t.Errorf("H11 should be unavailable naming %s/AGENTS.md: %+v", root, att.Unavailable)
 	}

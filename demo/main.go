@@ -49,7 +49,7 @@ func demo(bin, claude string) (int, error) {
 	if err := os.Symlink(claude, filepath.Join(home, ".local", "bin", "claude")); err != nil {
 		return 0, err
 	}
-	o, err := live.Run(context.Background(), bin, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"})
+	o, err := live.Run(context.Background(), "claude", bin, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"})
 	if err != nil {
 		return 0, err
 	}

@@ -8,15 +8,38 @@ import (
 	"github.com/metaharness/metaharness/loopback"
 )
 
+// Rules are what a kind accepts of a spec, as data its descriptor
+// declares: CheckSpec reads them and never a kind's name.
+type Rules struct {
+	// PromptOptional: the kind runs without a task (a loop that reads its
+	// own).
+	PromptOptional bool
+	// LoopFlags: the loop-only flags (Spec.B10x) reach this kind; on any
+	// other each is refused by name (b10x-only-flag).
+	LoopFlags bool
+	// NoOwnedSurface says why --tool-surface owned cannot be honoured
+	// (tool-surface-unsupported); "" when it can.
+	NoOwnedSurface string
+	// NoDecisions says why a decision mode the capabilities mark absent
+	// cannot be honoured (decisions-unsupported), and what to pass instead.
+	NoDecisions string
+	// Credentials maps each --credentials value the kind refuses to why,
+	// which the refusal (credentials-unsupported) puts after
+	// "--credentials VALUE ".
+	Credentials map[string]string
+}
+
 // CheckSpec refuses, before anything is started, every flag the kind cannot
 // honour and every combination that cannot mean what it says. The first
-// problem found is reported. It is pure: it reads only the spec.
-func CheckSpec(s *Spec) error {
-	if s.Kind != "b10x" && strings.TrimSpace(s.Prompt) == "" {
+// problem found is reported. It is pure: it reads only the spec and the
+// kind's descriptor.
+func CheckSpec(s *Spec, d *Descriptor) error {
+	rules := d.Rules
+	if !rules.PromptOptional && strings.TrimSpace(s.Prompt) == "" {
 		return exit.Refuse("no-prompt", "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
 	}
-	if s.Kind != "b10x" {
-		if err := refuseB10xFlags(s); err != nil {
+	if !rules.LoopFlags {
+		if err := refuseLoopFlags(s); err != nil {
 			return err
 		}
 	}
@@ -29,16 +52,16 @@ func CheckSpec(s *Spec) error {
 	if len(s.PluginDirs) > 0 {
 		return exit.Refuse("not-built", "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
 	}
-	if s.Kind == "b10x" && s.ToolSurface == "owned" {
-		return exit.Refuse("tool-surface-unsupported", "--tool-surface owned on b10x: the loop publishes its own catalogue in-process and has no surface to replace; drop the flag")
+	if s.ToolSurface == "owned" && rules.NoOwnedSurface != "" {
+		return exit.Refuse("tool-surface-unsupported", "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
 	}
 	if s.Catalogue != "" && s.ToolSurface == "native" {
 		return exit.Refuse("catalogue-needs-owned-surface", "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
 	}
-	if s.Kind == "b10x" && s.Decisions != "observe" {
-		return exit.Refuse("decisions-unsupported", "--decisions %s on b10x: metaharness observes the loop and decides nothing there; pass --decisions observe", s.Decisions)
+	if d.Capabilities.Mode(s.Decisions) == Absent {
+		return exit.Refuse("decisions-unsupported", "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
 	}
-	if err := checkCredentials(s); err != nil {
+	if err := checkCredentials(s, rules); err != nil {
 		return err
 	}
 	if s.Output == "final" && s.Events == "" {
@@ -47,13 +70,12 @@ func CheckSpec(s *Spec) error {
 	return nil
 }
 
-func checkCredentials(s *Spec) error {
+func checkCredentials(s *Spec, rules Rules) error {
 	loopback := s.Credentials == "loopback"
+	if why, ok := rules.Credentials[s.Credentials]; ok {
+		return exit.Refuse("credentials-unsupported", "--credentials %s %s", s.Credentials, why)
+	}
 	switch {
-	case s.Credentials == "operator-login" && s.Kind == "claude":
-		return exit.Refuse("credentials-unsupported", "--credentials operator-login is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none")
-	case (s.Credentials == "operator-login" || loopback) && s.Kind == "b10x":
-		return exit.Refuse("credentials-unsupported", "--credentials %s on b10x: the loop reads its own key; use api-key or none", s.Credentials)
 	case s.TokenEnv != "" && s.TokenFile != "":
 		return exit.Refuse("token-source-conflict", "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
 	case !loopback && (s.TokenEnv != "" || s.TokenFile != ""):
@@ -83,8 +105,9 @@ func CheckDialURL(flag, raw string) error {
 	return nil
 }
 
-// refuseB10xFlags names the first b10x-only flag given on claude or codex.
-func refuseB10xFlags(s *Spec) error {
+// refuseLoopFlags names the first loop-only flag given on a kind they do
+// not reach.
+func refuseLoopFlags(s *Spec) error {
 	b := s.B10x
 	for _, f := range []struct {
 		flag string

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -40,6 +42,14 @@ type Descriptor struct {
 	// RecordFormat names the kind's raw record for project --from
 	// (claude-stream-json), "" when it has none a Replayer reads.
 	RecordFormat string
+	// Memory is how the kind's loader treats memory files (H11, the walk
+	// before the spawn).
+	Memory attest.Memory
+	// Rules are what the kind accepts of a spec (CheckSpec).
+	Rules Rules
+	// Catalogue is how the kind carries --catalogue (the contract's
+	// run-time checks).
+	Catalogue mcpserve.Carriage
 }
 
 // Runner is a kind whose run loop is built. `run NAME` on a kind that is
@@ -162,4 +172,23 @@ func (d *Descriptor) CatalogueName(published string) string {
 		return ""
 	}
 	return strings.ReplaceAll(*d.Capabilities.CatalogueRendering, "{mcp}", published)
+}
+
+// LoopbackClient is a kind whose child can reach its model only through the
+// loopback proxy (--credentials loopback, and the loopback verb's start
+// line).
+type LoopbackClient interface {
+	Kind
+	// LoopbackEnv is what the child needs in its environment for that: the
+	// proxy's address and placeholder under the vendor's own variables, and
+	// the egress gate (loopback.Proxy.GateEnv).
+	LoopbackEnv(p *loopback.Proxy) (map[string]string, error)
+}
+
+// ModelProvider is a LoopbackClient that reaches the proxy through a
+// provider entry of its own configuration, which the loopback verb prints
+// for an embedder to write into the child's config.
+type ModelProvider interface {
+	LoopbackClient
+	LoopbackProvider(p *loopback.Proxy) (id, config string, err error)
 }

@@ -52,7 +52,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 		rio.Log = zap.NewNop()
 	}
 	d := k.Descriptor()
-	r := &run{spec: spec, d: d, io: rio, caps: d.Capabilities}
+	r := &run{spec: spec, kind: k, d: d, io: rio, caps: d.Capabilities}
 	r.runner, _ = k.(Runner)
 	defer r.cleanup()
 	code, err := r.start(ctx)
@@ -78,6 +78,7 @@ func (r *run) endStream() {
 
 type run struct {
 	spec   *Spec
+	kind   Kind
 	d      *Descriptor
 	runner Runner // nil: the kind's run loop is not built
 	io     IO
@@ -119,7 +120,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if r.auditor, err = attest.CheckPairing(r.pairing()); err != nil {
 		return exit.Refused, err
 	}
-	if err := CheckSpec(s); err != nil {
+	if err := CheckSpec(s, r.d); err != nil {
 		return exit.Refused, err
 	}
 	mode := frame.Mode(s.Decisions)
@@ -138,7 +139,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		if r.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return exit.Refused, err
 		}
-		if err := r.contract.CheckFor(s.Kind, "owned", s.AllowProgs); err != nil {
+		if err := r.contract.CheckFor(r.d.Catalogue, "owned", s.AllowProgs); err != nil {
 			return exit.Refused, err
 		}
 	}
@@ -257,7 +258,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if s.Cwd != "" {
 		r.cwd = s.Cwd
 	}
-	walk, err := attest.WalkMemory(s.Kind, r.cwd)
+	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.cwd)
 	if err != nil {
 		return exit.Refused, exit.Wrap("memory-walk", err, "the memory-file walk from %s failed", r.cwd)
 	}
@@ -326,7 +327,11 @@ func (r *run) startProxy(w *World) error {
 		return err
 	}
 	r.proxy = p
-	if w.LoopbackEnv, err = p.ChildEnv(s.Kind); err != nil {
+	lc, ok := r.kind.(LoopbackClient)
+	if !ok {
+		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)
+	}
+	if w.LoopbackEnv, err = lc.LoopbackEnv(p); err != nil {
 		return err
 	}
 	r.happened = append(r.happened, "the loopback proxy had started")

@@ -21,12 +21,12 @@ type World struct {
 	// the server may write beneath the cwd (the frame still decides).
 	CatalogueWrites bool `json:"catalogue_writes,omitempty"`
 	// LoopbackEnv is what the child needs to reach the model only through
-	// the loopback proxy (loopback.Proxy.ChildEnv), under --credentials
+	// the loopback proxy (LoopbackClient.LoopbackEnv), under --credentials
 	// loopback.
 	LoopbackEnv map[string]string `json:"loopback_env,omitempty"`
 	// Context is the rendered --context block (contextfile.Render).
 	Context string `json:"context,omitempty"`
-	// MemoryAbove lists memory files (attest.MemoryShapes) found above the
+	// MemoryAbove lists memory files (the kind's Memory.Shapes) found above the
 	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
 	MemoryAbove  []string `json:"memory_above,omitempty"`
 	MemoryAtRoot []string `json:"memory_at_root,omitempty"`

@@ -2,7 +2,6 @@ package loopback
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,49 +12,19 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestChildEnv(t *testing.T) {
+func TestGateEnv(t *testing.T) {
 	p := start(t, "https://api.anthropic.com", nil)
 	base, ph := p.BaseURL(), p.Placeholder()
 	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasPrefix(ph, "mh-run-test-") || len(ph) != len("mh-run-test-")+24 {
 		t.Fatalf("base %q placeholder shape %d", base, len(ph))
 	}
-	proxyVars := map[string]string{
+	want := map[string]string{
 		"HTTPS_PROXY": base, "HTTP_PROXY": base, "ALL_PROXY": base, "https_proxy": base, "http_proxy": base, "all_proxy": base,
 		"NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
 	}
-	want := map[string]string{"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": ph, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
-	for k, v := range proxyVars {
-		want[k] = v
-	}
-	got, err := p.ChildEnv(KindClaude)
+	got, err := p.GateEnv()
 	if d := cmp.Diff(want, got); err != nil || d != "" {
-		t.Fatalf("claude env (-want +got): %s %v", d, err)
-	}
-	want = map[string]string{CodexKeyEnv: ph}
-	for k, v := range proxyVars {
-		want[k] = v
-	}
-	got, err = p.ChildEnv(KindCodex)
-	if d := cmp.Diff(want, got); err != nil || d != "" {
-		t.Fatalf("codex env (-want +got): %s %v", d, err)
-	}
-	if _, err := p.ChildEnv("b10x"); err == nil {
-		t.Fatal("an unknown kind got an environment")
-	}
-	toml, err := p.CodexProviderTOML()
-	wantTOML := fmt.Sprintf(`[model_providers.metaharness_loopback]
-name = "metaharness_loopback"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "METAHARNESS_LOOPBACK_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, base)
-	if d := cmp.Diff(wantTOML, toml); err != nil || d != "" {
-		t.Fatalf("codex provider (-want +got): %s %v", d, err)
-	}
-	if strings.Contains(toml, ph) {
-		t.Fatal("the provider table holds the placeholder; it belongs in the environment")
+		t.Fatalf("gate env (-want +got): %s %v", d, err)
 	}
 	// Two proxies never share a placeholder.
 	if q := start(t, "https://api.anthropic.com", nil); q.Placeholder() == ph {

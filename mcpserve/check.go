@@ -1,21 +1,35 @@
 package mcpserve
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
 )
 
+// Carriage is how a kind carries a caller's tool contract, as the kind's
+// descriptor declares it (launcher/<kind>).
+type Carriage struct {
+	// NotCarried says why the kind carries no caller's contract and what to
+	// do instead (catalogue-not-carried); "" when it carries one.
+	NotCarried string
+	// ReservedNames and ReservedPrefixes are published names the kind's
+	// harness keeps for itself, and ReservedWhy says so
+	// (catalogue-name-reserved).
+	ReservedNames, ReservedPrefixes []string
+	ReservedWhy                     string
+}
+
 // CheckFor applies the refusals that depend on the run rather than on the
 // file (the seed's --catalogue section), first match reported:
-// catalogue-not-carried on b10x, catalogue-needs-owned-surface beside
-// --tool-surface native, catalogue-with-allow-program beside
-// --allow-program, and on codex catalogue-name-reserved for an entry
-// published as mcp or under mcp__. toolSurface is the flag as given ("" when
-// it was not).
-func (c *Contract) CheckFor(kind, toolSurface string, allowPrograms []string) error {
-	if kind == "b10x" {
-		return exit.Refuse(CodeNotCarried, "--catalogue %s: the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex", c.Source)
+// catalogue-not-carried on a kind that carries none,
+// catalogue-needs-owned-surface beside --tool-surface native,
+// catalogue-with-allow-program beside --allow-program, and
+// catalogue-name-reserved for an entry published under a name the kind
+// reserves. toolSurface is the flag as given ("" when it was not).
+func (c *Contract) CheckFor(carriage Carriage, toolSurface string, allowPrograms []string) error {
+	if carriage.NotCarried != "" {
+		return exit.Refuse(CodeNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
 	}
 	if toolSurface == "native" {
 		return exit.Refuse(CodeNeedsOwned, "--catalogue %s beside --tool-surface native: a contract replaces the vendor's tools, which native keeps; drop --tool-surface native (or use owned)", c.Source)
@@ -23,11 +37,14 @@ func (c *Contract) CheckFor(kind, toolSurface string, allowPrograms []string) er
 	if err := RefuseAllowPrograms(c.Source, allowPrograms); err != nil {
 		return err
 	}
-	if kind == "codex" {
-		for _, e := range c.Entries {
-			if p := e.Published(); p == "mcp" || strings.HasPrefix(p, "mcp__") {
-				return exit.Refuse(CodeNameReserved, "--catalogue %s: entry %s is published as %s, a name codex app-server reserves for MCP tools and refuses at thread/start; give it another renderings.mcp", c.Source, e.Name, p)
-			}
+	for _, e := range c.Entries {
+		p := e.Published()
+		reserved := slices.Contains(carriage.ReservedNames, p)
+		for _, prefix := range carriage.ReservedPrefixes {
+			reserved = reserved || strings.HasPrefix(p, prefix)
+		}
+		if reserved {
+			return exit.Refuse(CodeNameReserved, "--catalogue %s: entry %s is published as %s, %s; give it another renderings.mcp", c.Source, e.Name, p, carriage.ReservedWhy)
 		}
 	}
 	return nil

@@ -190,6 +190,14 @@ func TestContractUnreadable(t *testing.T) {
 	})
 }
 
+// Carriages as kinds declare them: one that carries a contract, one that
+// carries none, one that reserves the MCP names.
+var (
+	carried    = Carriage{}
+	notCarried = Carriage{NotCarried: "this loop publishes its own catalogue"}
+	reserving  = Carriage{ReservedNames: []string{"mcp"}, ReservedPrefixes: []string{"mcp__"}, ReservedWhy: "a name the harness keeps for its MCP tools"}
+)
+
 func TestCheckFor(t *testing.T) {
 	c, err := ParseContract("tools.yaml", []byte(`
 format: metaharness.tool-contract/1
@@ -200,20 +208,21 @@ entries:
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		kind, surface string
-		programs      []string
-		code          string
+		carriage Carriage
+		surface  string
+		programs []string
+		code     string
 	}{
-		{"claude", "", nil, ""},
-		{"claude", "owned", nil, ""},
-		{"codex", "", nil, ""},
-		{"b10x", "", nil, CodeNotCarried},
-		{"b10x", "native", []string{"make"}, CodeNotCarried},
-		{"claude", "native", nil, CodeNeedsOwned},
-		{"codex", "native", []string{"make"}, CodeNeedsOwned},
-		{"claude", "", []string{"make"}, CodeWithAllowProg},
+		{carried, "", nil, ""},
+		{carried, "owned", nil, ""},
+		{reserving, "", nil, ""},
+		{notCarried, "", nil, CodeNotCarried},
+		{notCarried, "native", []string{"make"}, CodeNotCarried},
+		{carried, "native", nil, CodeNeedsOwned},
+		{reserving, "native", []string{"make"}, CodeNeedsOwned},
+		{carried, "", []string{"make"}, CodeWithAllowProg},
 	} {
-		err := c.CheckFor(tc.kind, tc.surface, tc.programs)
+		err := c.CheckFor(tc.carriage, tc.surface, tc.programs)
 		if tc.code == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", tc, err)
@@ -222,13 +231,14 @@ entries:
 		}
 		wantRefusal(t, err, tc.code, "tools.yaml")
 	}
+	wantRefusal(t, c.CheckFor(notCarried, "", nil), CodeNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
 }
 
-func TestCheckForReservedNamesOnCodex(t *testing.T) {
+func TestCheckForReservedNames(t *testing.T) {
 	for _, tc := range []struct {
 		entry, want string
 	}{
-		{"{name: mcp, summary: M., input: {type: object}}", "published as mcp,"},
+		{"{name: mcp, summary: M., input: {type: object}}", "published as mcp, a name the harness keeps"},
 		{"{name: mcp__x, summary: M., input: {type: object}}", "published as mcp__x"},
 		{"{name: a, summary: M., input: {type: object}, renderings: {mcp: mcp__a}}", "published as mcp__a"},
 	} {
@@ -236,13 +246,13 @@ func TestCheckForReservedNamesOnCodex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantRefusal(t, c.CheckFor("codex", "", nil), CodeNameReserved, tc.want)
-		if err := c.CheckFor("claude", "", nil); err != nil {
-			t.Errorf("%s is reserved on codex only: %v", tc.entry, err)
+		wantRefusal(t, c.CheckFor(reserving, "", nil), CodeNameReserved, tc.want)
+		if err := c.CheckFor(carried, "", nil); err != nil {
+			t.Errorf("%s is reserved only where a kind says so: %v", tc.entry, err)
 		}
 	}
 	c, _ := ParseContract("t.yaml", []byte("format: metaharness.tool-contract/1\nentries: [{name: mcpx, summary: M., input: {type: object}}]\n"))
-	if err := c.CheckFor("codex", "", nil); err != nil {
+	if err := c.CheckFor(reserving, "", nil); err != nil {
 		t.Errorf("mcpx is not reserved: %v", err)
 	}
 }

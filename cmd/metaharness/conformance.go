@@ -62,7 +62,7 @@ func (c *conformanceCmd) live(e *env) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
-	o, err := live.Run(context.Background(), self, os.Environ())
+	o, err := live.Run(context.Background(), c.Kind, self, os.Environ())
 	if err != nil {
 		return exit.Refused, exit.Wrap("live-unavailable", err, "conformance --live could not set up its session")
 	}

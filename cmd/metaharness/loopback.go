@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -28,12 +30,18 @@ type loopbackCmd struct {
 // embedder hands its child. The placeholder is in it on purpose (the child
 // needs it); it appears nowhere else.
 type loopbackStarted struct {
-	BaseURL            string                       `json:"base_url"`
-	Socket             *string                      `json:"socket"`
-	Placeholder        string                       `json:"placeholder"`
-	Env                map[string]map[string]string `json:"env"`
-	CodexModelProvider *string                      `json:"codex_model_provider"`
-	CodexProviderTOML  *string                      `json:"codex_provider_toml"`
+	BaseURL     string                       `json:"base_url"`
+	Socket      *string                      `json:"socket"`
+	Placeholder string                       `json:"placeholder"`
+	Env         map[string]map[string]string `json:"env"` // by kind
+	// ModelProviders are, by kind, the provider entries a kind's own config
+	// needs to reach the proxy (codex's [model_providers] table).
+	ModelProviders map[string]modelProvider `json:"model_providers"`
+}
+
+type modelProvider struct {
+	ID     string `json:"id"`
+	Config string `json:"config"`
 }
 
 func (c *loopbackCmd) run(e *env) (exit.Code, error) {
@@ -62,18 +70,24 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	}
 	defer p.Close()
 
-	started := loopbackStarted{BaseURL: p.BaseURL(), Placeholder: p.Placeholder(), Env: map[string]map[string]string{}}
+	started := loopbackStarted{BaseURL: p.BaseURL(), Placeholder: p.Placeholder(),
+		Env: map[string]map[string]string{}, ModelProviders: map[string]modelProvider{}}
 	if s := p.SocketPath(); s != "" {
 		started.Socket = &s
 	}
-	for _, kind := range []string{loopback.KindClaude, loopback.KindCodex} {
-		if env, err := p.ChildEnv(kind); err == nil { // codex has none on a unix socket
-			started.Env[kind] = env
+	// A kind that cannot use this proxy (codex on a unix socket) is left out.
+	for _, k := range kinds.All() {
+		name := k.Descriptor().Name
+		if lc, ok := k.(launcher.LoopbackClient); ok {
+			if env, err := lc.LoopbackEnv(p); err == nil {
+				started.Env[name] = env
+			}
 		}
-	}
-	if toml, err := p.CodexProviderTOML(); err == nil {
-		id := loopback.CodexProviderID
-		started.CodexModelProvider, started.CodexProviderTOML = &id, &toml
+		if mp, ok := k.(launcher.ModelProvider); ok {
+			if id, config, err := mp.LoopbackProvider(p); err == nil {
+				started.ModelProviders[name] = modelProvider{ID: id, Config: config}
+			}
+		}
 	}
 	if err := json.NewEncoder(e.stdout).Encode(started); err != nil {
 		return exit.Refused, fmt.Errorf("writing the start line to stdout: %w", err)

@@ -184,7 +184,8 @@ func TestLoopbackRealCodex(t *testing.T) {
 	defer up.Close()
 	v := startVerb(t, []string{"MH_REAL_TOKEN=" + token}, "--upstream", up.URL(), "--token-env", "MH_REAL_TOKEN", "--upstream-auth", "bearer")
 	home := vendortest.NewHome(t)
-	home.WriteCodexConfig(t, vendortest.CodexConfig(*v.started.CodexModelProvider, *v.started.CodexProviderTOML))
+	mp := v.started.ModelProviders["codex"]
+	home.WriteCodexConfig(t, vendortest.CodexConfig(mp.ID, mp.Config))
 
 	stdout, stderr := runVendor(t, w, home.Work, home.CodexEnv(tools, v.started.Env["codex"]), codex,
 		"exec", "--json", "--skip-git-repo-check", "--ephemeral", "Say done.")

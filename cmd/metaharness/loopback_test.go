@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/launcher/codex"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -139,11 +140,10 @@ func TestLoopbackVerbServesUntilSIGTERM(t *testing.T) {
 		t.Fatalf("start line %s", v.line)
 	}
 	if s.Env["claude"]["ANTHROPIC_BASE_URL"] != s.BaseURL || s.Env["claude"]["ANTHROPIC_AUTH_TOKEN"] != s.Placeholder ||
-		s.Env["codex"][loopback.CodexKeyEnv] != s.Placeholder || s.Env["codex"]["HTTPS_PROXY"] != s.BaseURL {
+		s.Env["codex"][codex.KeyEnv] != s.Placeholder || s.Env["codex"]["HTTPS_PROXY"] != s.BaseURL {
 		t.Fatalf("child environments %v", s.Env)
 	}
-	if s.CodexModelProvider == nil || *s.CodexModelProvider != loopback.CodexProviderID || s.CodexProviderTOML == nil ||
-		!strings.Contains(*s.CodexProviderTOML, `base_url = "`+s.BaseURL+`/v1"`) {
+	if mp, ok := s.ModelProviders["codex"]; !ok || mp.ID != codex.ProviderID || !strings.Contains(mp.Config, `base_url = "`+s.BaseURL+`/v1"`) {
 		t.Fatalf("codex provider: %s", v.line)
 	}
 
@@ -185,7 +185,7 @@ func TestLoopbackVerbUnixSocket(t *testing.T) {
 	sock := t.TempDir() + "/proxy.sock"
 	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", "https://api.anthropic.com", "--token-env", "MH_TOKEN", "--unix", sock)
 	s := v.started
-	if s.Socket == nil || *s.Socket != sock || s.Env["claude"]["ANTHROPIC_UNIX_SOCKET"] != sock || s.Env["codex"] != nil || s.CodexProviderTOML != nil {
+	if s.Socket == nil || *s.Socket != sock || s.Env["claude"]["ANTHROPIC_UNIX_SOCKET"] != sock || s.Env["codex"] != nil || len(s.ModelProviders) != 0 {
 		t.Fatalf("start line %s", v.line)
 	}
 	v.stop()

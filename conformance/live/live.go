@@ -56,10 +56,12 @@ type Outcome struct {
 	lastTurn  string // the model's scripted last words
 }
 
-// Run drives self (the metaharness binary) through the session with env,
-// whose HOME decides which Claude Code runs (~/.local/bin first, as for any
-// run). Its scratch world is removed before Run returns.
-func Run(ctx context.Context, self string, env []string) (*Outcome, error) {
+// Run drives self (the metaharness binary) through the session as `run
+// kind` with env, whose HOME decides which vendor binary runs
+// (~/.local/bin first, as for any run). The scripted model speaks the
+// Anthropic Messages API, which is Claude Code's. Its scratch world is
+// removed before Run returns.
+func Run(ctx context.Context, kind, self string, env []string) (*Outcome, error) {
 	root, err := os.MkdirTemp("", "metaharness-live-")
 	if err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func Run(ctx context.Context, self string, env []string) (*Outcome, error) {
 	_, _ = rand.Read(id)
 	o := &Outcome{Token: "live-token-" + hex.EncodeToString(id), lastTurn: script.Turns[len(script.Turns)-1].Text}
 	events := filepath.Join(root, "events.jsonl")
-	o.Args = []string{"run", "claude",
+	o.Args = []string{"run", kind,
 		"--credentials", "loopback", "--model-endpoint", model.URL(), "--token-env", TokenEnv,
 		"--catalogue", filepath.Join(root, "tools.yaml"), "--frame", filepath.Join(root, "frame.json"),
 		"--cwd", ws, "--scratch-cwd", "--hermetic", "--audit",

@@ -3,7 +3,9 @@
 package b10x
 
 import (
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -49,5 +51,20 @@ type Kind struct{}
 var _ launcher.Kind = Kind{}
 
 func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities()}
+	return &launcher.Descriptor{
+		Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities(),
+		// The loop reads CLAUDE.md and AGENTS.md.
+		Memory: attest.Memory{Shapes: []string{"CLAUDE.md", "AGENTS.md"}},
+		Rules: launcher.Rules{
+			PromptOptional: true,
+			LoopFlags:      true,
+			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
+			NoDecisions:    "metaharness observes the loop and decides nothing there; pass --decisions observe",
+			Credentials: map[string]string{
+				"operator-login": "on b10x: the loop reads its own key; use api-key or none",
+				"loopback":       "on b10x: the loop reads its own key; use api-key or none",
+			},
+		},
+		Catalogue: mcpserve.Carriage{NotCarried: "the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex"},
+	}
 }

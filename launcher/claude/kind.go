@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/mcpserve"
@@ -29,7 +30,22 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		ContextChannel: ContextChannel,
 		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
 		RecordFormat: "claude-stream-json",
+		Memory:       memory,
+		Rules: launcher.Rules{Credentials: map[string]string{
+			"operator-login": "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
+		}},
 	}
+}
+
+// memory: Claude Code reads CLAUDE.md, CLAUDE.local.md, .claude/CLAUDE.md
+// and the rule files under .claude/rules; AGENTS.md is listed too, because
+// reporting one more shape costs nothing (the row stays ok). Both claims
+// below are held to TestRunClaudeMemoryCanary: without --setting-sources ""
+// the pinned loader reads files above and at the root, with it neither.
+var memory = attest.Memory{
+	Shapes:  []string{"CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md", ".claude/rules/*.md", "AGENTS.md"},
+	KeptOut: `--setting-sources "" and a fresh scratch config home keep memory files out (a canary test holds the pinned Claude Code to it)`,
+	AtRoot:  `not loaded under --setting-sources ""`,
 }
 
 func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {

@@ -178,7 +178,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 	}
 	imposed("h8", "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
 	attest.AttestWorkdir(attest.Workdir{
-		Kind: "claude", Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
+		Kind: "claude", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, &a)
 	if spec.Credentials != "loopback" {

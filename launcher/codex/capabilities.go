@@ -3,7 +3,9 @@
 package codex
 
 import (
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -56,5 +58,17 @@ type Kind struct{}
 var _ launcher.Kind = Kind{}
 
 func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{Name: "codex", Binary: "codex", Capabilities: Capabilities(), Upstream: "https://api.openai.com", TokenEnv: "OPENAI_API_KEY"}
+	return &launcher.Descriptor{
+		Name: "codex", Binary: "codex", Capabilities: Capabilities(),
+		Upstream: "https://api.openai.com", TokenEnv: "OPENAI_API_KEY",
+		// Codex reads AGENTS.md and AGENTS.override.md; the seed adds
+		// CLAUDE.md. Nothing keeps those above the cwd out of its loader.
+		Memory: attest.Memory{Shapes: []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}},
+		// Catalogue entries become app-server dynamic tools under their mcp
+		// rendering, and app-server refuses these names at thread/start.
+		Catalogue: mcpserve.Carriage{
+			ReservedNames: []string{"mcp"}, ReservedPrefixes: []string{"mcp__"},
+			ReservedWhy: "a name codex app-server reserves for MCP tools and refuses at thread/start",
+		},
+	}
 }

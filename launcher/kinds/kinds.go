@@ -10,6 +10,7 @@
 package kinds
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/metaharness/metaharness/launcher"
@@ -34,6 +35,9 @@ func Lookup(name string) (launcher.Kind, bool) {
 	}
 	return nil, false
 }
+
+// All lists the kinds in table order.
+func All() []launcher.Kind { return slices.Clone(table) }
 
 // Names lists the kinds' names in table order.
 func Names() []string {
