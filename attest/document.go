@@ -3,6 +3,7 @@ package attest
 import (
 	"github.com/invopop/jsonschema"
 
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -35,6 +36,19 @@ type Document struct {
 	ChildExit      string         `json:"child_exit"`
 	ControlVerdict string         `json:"control_verdict" jsonschema:"enum=ok,enum=gap,enum=unk"`
 	ExitCode       int            `json:"exit_code"`
+	// Loopback is the loopback proxy's record of the run; null when the run
+	// had no proxy.
+	Loopback *Loopback `json:"loopback" jsonschema:"nullable"`
+}
+
+// Loopback is what the loopback proxy recorded: every request (the most
+// recent 4096; Counters.RecordsDropped counts the rest), each with its
+// method, path, status, bytes, duration and any refusal or upstream error,
+// and the counters over all of them. Never a body, a token or the
+// placeholder.
+type Loopback struct {
+	Counters loopback.Counters `json:"counters"`
+	Requests []loopback.Record `json:"requests"`
 }
 
 // StreamState is the completeness verdict on the stream.

@@ -314,7 +314,9 @@ func (r *run) startProxy(w *World) error {
 		// The child is gone when the proxy closes; a short grace keeps a
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
-		Logger:        r.io.Log.Named("loopback"),
+		// Each request goes into the stream as it ends, in the order they end.
+		OnRecord: func(rec loopback.Record) { r.emit(nil, proxyRecordEvent(rec)) },
+		Logger:   r.io.Log.Named("loopback"),
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := r.io.Env[k]
 			return v, ok
@@ -431,7 +433,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	// Wind-up: pending calls are abandoned before the terminal record, so
 	// the census counts them.
 	_ = eng.Close()
-	r.emitEgressRefusals()
+	r.closeProxy()
 	if terminal != nil {
 		census := eng.Census()
 		terminal.Census = &census
@@ -524,20 +526,15 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	}
 }
 
-// emitEgressRefusals closes the proxy (the child is gone, and a request is
-// recorded only when its handler ends) and puts each request the egress
-// gate refused into the record, where the H12 row reads it.
-func (r *run) emitEgressRefusals() {
+// closeProxy closes the proxy once the child is gone: a request is
+// recorded (and put into the stream) when its handler ends, and Close waits
+// for the handlers, so every request is in the stream before session.ended.
+func (r *run) closeProxy() {
 	if r.proxy == nil {
 		return
 	}
 	if err := r.proxy.Close(); err != nil {
 		r.io.Log.Warn("closing the loopback proxy", zap.Error(err))
-	}
-	for _, rec := range r.proxy.Records() {
-		if rec.Route != loopback.RouteReverse && rec.Refused != "" {
-			_ = r.events.Emit(&record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)})
-		}
 	}
 }
 
@@ -566,7 +563,11 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 		Pins: r.caps.VersionsPinned,
 	})
 	if s.AttestationFile != "" {
-		if err := writeJSONFile(s.AttestationFile, ev.Document(s.Kind, s.AuditOwed(), result, process)); err != nil {
+		doc := ev.Document(s.Kind, s.AuditOwed(), result, process)
+		if r.proxy != nil {
+			doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
+		}
+		if err := writeJSONFile(s.AttestationFile, doc); err != nil {
 			return exit.Refused, err
 		}
 	}

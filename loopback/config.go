@@ -77,6 +77,11 @@ type Config struct {
 	// ShutdownGrace bounds how long Close waits for requests in flight
 	// before cutting them (default 3s).
 	ShutdownGrace time.Duration
+	// OnRecord, when set, is handed each request's Record (scrubbed, as
+	// Records keeps it) as the request ends, on the request's own goroutine,
+	// so it must not block: how a run puts the proxy's traffic into its
+	// event stream as it happens.
+	OnRecord func(Record)
 }
 
 // egressRule is one allowlisted host, with its port when one was named.

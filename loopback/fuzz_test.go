@@ -1,8 +1,11 @@
 package loopback
 
 import (
+	"bufio"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 )
@@ -74,6 +77,41 @@ func FuzzAuthorized(f *testing.F) {
 		}
 		if withAuthz && !(len(authz) == 7+len(ph) && strings.EqualFold(authz[:7], "bearer ") && authz[7:] == ph) {
 			t.Fatalf("Authorization %q was let through", authz)
+		}
+	})
+}
+
+// FuzzOutboundTarget: whatever request target the child sends, what the
+// reverse endpoint forwards stays beneath the upstream's path prefix once
+// the upstream resolves dot segments, and carries the placeholder nowhere
+// in its path or query.
+func FuzzOutboundTarget(f *testing.F) {
+	const ph = "mh-run-fuzz-0123456789abcdef01234567"
+	f.Add("/v1/messages?beta=true")
+	f.Add("/../admin")
+	f.Add("/v1/%2e%2e/%2E%2e/x")
+	f.Add("/v1/..%5cadmin")
+	f.Add("/v1/messages?k=" + ph)
+	f.Add("/v1/%6dh-run-fuzz-0123456789abcdef01234567")
+	f.Fuzz(func(t *testing.T, target string) {
+		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
+		if err != nil || r.URL.Host != "" || !strings.HasPrefix(r.URL.Path, "/") {
+			return // the server refuses it, or it is the egress gate's
+		}
+		up, _ := url.Parse("https://api.example.com/prefix")
+		p := &Proxy{placeholder: []byte(ph), upstream: up, cfg: Config{Header: APIKeyHeader}}
+		if why, _ := p.checkTarget(r.URL); why != "" {
+			return
+		}
+		out := p.outbound(r, "tok", nil, nil)
+		resolved := path.Clean(strings.ReplaceAll(out.URL.Path, `\`, "/"))
+		if resolved != "/prefix" && !strings.HasPrefix(resolved, "/prefix/") {
+			t.Fatalf("%q was forwarded to %q, which resolves to %q outside the prefix", target, out.URL.String(), resolved)
+		}
+		for _, s := range []string{out.URL.Path, out.URL.RawPath, out.URL.RawQuery, out.URL.String()} {
+			if p.holdsPlaceholder(s) {
+				t.Fatalf("%q was forwarded with the placeholder in %q", target, s)
+			}
 		}
 	})
 }

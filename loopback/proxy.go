@@ -9,8 +9,9 @@
 // never forwarded. CONNECT and absolute-URL requests are the egress gate:
 // refused unless the host is on the run's allowlist (empty by default).
 //
-// Every request leaves one Record and adds to the Counters. Neither, nor any
-// log line, ever holds a body, the token or the placeholder.
+// Every request leaves one Record, handed to Config.OnRecord as it ends,
+// and adds to the Counters. Neither, nor any log line, ever holds a body,
+// the token or the placeholder.
 package loopback
 
 import (
@@ -104,7 +105,7 @@ func New(cfg Config) (*Proxy, error) {
 	if p.cfg.ShutdownGrace <= 0 {
 		p.cfg.ShutdownGrace = 3 * time.Second
 	}
-	p.rec = &recorder{log: p.log, secret: p.secrets}
+	p.rec = &recorder{log: p.log, secret: p.secrets, on: cfg.OnRecord}
 	p.tr = newTransport(cfg.RootCAs)
 	p.gate = p.newGate()
 	return p, nil

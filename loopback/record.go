@@ -26,6 +26,12 @@ const (
 	RefusedWrongPlaceholder = "wrong-placeholder" // a credential that is not this run's placeholder
 	RefusedEgress           = "egress-not-allowed"
 	RefusedEgressPlainHTTP  = "egress-plain-http" // an allowed host, but over http to a non-loopback host
+	// RefusedPathDotSegment: a "." or ".." path segment (however
+	// encoded), which could climb out of the upstream's path prefix.
+	RefusedPathDotSegment = "path-dot-segment"
+	// RefusedPlaceholderInURL: the placeholder in the path or query, which
+	// is never forwarded.
+	RefusedPlaceholderInURL = "placeholder-in-url"
 )
 
 // Errors a Record carries (the code, then ": " and a scrubbed detail).
@@ -68,6 +74,9 @@ type Record struct {
 	Refused  string        `json:"refused,omitempty"`
 	Refresh  string        `json:"refresh,omitempty"`
 	Error    string        `json:"error,omitempty"`
+	// Scrubbed names where the placeholder was taken out of a forwarded
+	// request ("header X-Name", "body"), never what it was.
+	Scrubbed []string `json:"scrubbed,omitempty"`
 }
 
 // Counters sum the records, all of them (the record list itself is bounded).
@@ -76,6 +85,7 @@ type Counters struct {
 	Forwarded       uint64 `json:"forwarded"` // reverse requests sent upstream
 	RefusedAuth     uint64 `json:"refused_auth"`
 	RefusedEgress   uint64 `json:"refused_egress"`
+	RefusedRequest  uint64 `json:"refused_request"` // a path or query refused before forwarding
 	EgressAllowed   uint64 `json:"egress_allowed"`
 	RefreshRetried  uint64 `json:"refresh_and_retry"`
 	RefreshFailed   uint64 `json:"refresh_failed"`
@@ -95,6 +105,7 @@ const maxRecords = 4096
 type recorder struct {
 	log    *zap.Logger
 	secret func() []string // values to scrub
+	on     func(Record)    // Config.OnRecord, or nil
 
 	mu       sync.Mutex
 	seq      uint64
@@ -124,6 +135,8 @@ func (rc *recorder) finish(r *Record) {
 	switch {
 	case r.Refused == RefusedNoPlaceholder || r.Refused == RefusedWrongPlaceholder:
 		c.RefusedAuth++
+	case r.Refused == RefusedPathDotSegment || r.Refused == RefusedPlaceholderInURL:
+		c.RefusedRequest++
 	case r.Refused != "":
 		c.RefusedEgress++
 	case r.Route == RouteReverse && r.UpstreamStatus != 0:
@@ -157,6 +170,9 @@ func (rc *recorder) finish(r *Record) {
 		c.RecordsDropped++
 	}
 	rc.mu.Unlock()
+	if rc.on != nil {
+		rc.on(*r)
+	}
 
 	if ce := rc.log.Check(zap.DebugLevel, "loopback request"); ce != nil {
 		ce.Write(zap.Uint64("seq", r.Seq), zap.String("route", string(r.Route)), zap.String("method", r.Method),
@@ -175,11 +191,14 @@ func (rc *recorder) snapshot() ([]Record, Counters) {
 	return out, rc.counters
 }
 
+// redacted stands in for a secret taken out of a string or a body.
+const redacted = "[redacted]"
+
 // scrub replaces every secret in s.
 func scrub(s string, secrets []string) string {
 	for _, v := range secrets {
 		if v != "" && strings.Contains(s, v) {
-			s = strings.ReplaceAll(s, v, "[redacted]")
+			s = strings.ReplaceAll(s, v, redacted)
 		}
 	}
 	return s

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,11 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 			"metaharness loopback: the request did not carry this run's placeholder in x-api-key or Authorization: Bearer; it was not forwarded")
 		return
 	}
+	if why, msg := p.checkTarget(r.URL); why != "" {
+		rec.Refused, rec.Status = why, http.StatusBadRequest
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "metaharness_loopback_bad_target", "metaharness loopback: "+msg+"; it was not forwarded")
+		return
+	}
 	held, rest, err := holdBody(r)
 	var sent atomic.Int64
 	if err != nil {
@@ -73,6 +79,13 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 		rest = &countingReader{r: rest, n: &sent}
 	} else {
 		sent.Store(int64(len(held)))
+	}
+	rec.Scrubbed = p.scrubbedHeaders(r.Header)
+	if bytes.Contains(held, p.placeholder) {
+		// The child quoted its placeholder (a model that ran env, say): the
+		// text is worthless upstream, and the value never leaves this machine.
+		held = bytes.ReplaceAll(held, p.placeholder, []byte(redacted))
+		rec.Scrubbed = append(rec.Scrubbed, "body")
 	}
 
 	used := p.tokens.current()
@@ -217,7 +230,7 @@ func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Rea
 	named := connectionNamed(r.Header)
 	for k, vs := range r.Header {
 		// Expect was answered here, when the body was read.
-		if hopByHop[k] || named[k] || k == "Authorization" || k == "X-Api-Key" || k == "Expect" || p.carriesPlaceholder(vs) {
+		if hopByHop[k] || named[k] || credentialHeader(k) || k == "Expect" || p.carriesPlaceholder(vs) {
 			continue
 		}
 		out.Header[k] = vs
@@ -230,15 +243,62 @@ func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Rea
 	return out.WithContext(r.Context())
 }
 
+func credentialHeader(k string) bool { return k == "Authorization" || k == "X-Api-Key" }
+
 // carriesPlaceholder catches the placeholder smuggled in another header
 // (a custom header, say): it must never reach the upstream.
 func (p *Proxy) carriesPlaceholder(vs []string) bool {
 	for _, v := range vs {
-		if strings.Contains(v, string(p.placeholder)) {
+		if p.holdsPlaceholder(v) {
 			return true
 		}
 	}
 	return false
+}
+
+// scrubbedHeaders names, sorted, the headers outbound drops because they
+// carry the placeholder, for the record.
+func (p *Proxy) scrubbedHeaders(h http.Header) []string {
+	var out []string
+	for k, vs := range h {
+		if !credentialHeader(k) && p.carriesPlaceholder(vs) {
+			out = append(out, "header "+k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// holdsPlaceholder reports whether s carries the placeholder, as is or
+// percent-encoded.
+func (p *Proxy) holdsPlaceholder(s string) bool {
+	ph := string(p.placeholder)
+	if strings.Contains(s, ph) {
+		return true
+	}
+	if u, err := url.QueryUnescape(s); err == nil && strings.Contains(u, ph) {
+		return true
+	}
+	u, err := url.PathUnescape(s)
+	return err == nil && strings.Contains(u, ph)
+}
+
+// checkTarget refuses what the reverse endpoint must not forward, and says
+// why: a "." or ".." segment in the path, however encoded (a backslash
+// counted as a separator, as some servers do), which could climb out of
+// the upstream's path prefix with the real token attached; and the
+// placeholder anywhere in the path or query.
+func (p *Proxy) checkTarget(u *url.URL) (refused, msg string) {
+	segments := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' || r == '\\' })
+	for _, seg := range segments {
+		if seg == "." || seg == ".." {
+			return RefusedPathDotSegment, "the request path has a . or .. segment, which could leave the upstream's path prefix"
+		}
+	}
+	if p.holdsPlaceholder(u.Path) || p.holdsPlaceholder(u.RawPath) || p.holdsPlaceholder(u.RawQuery) {
+		return RefusedPlaceholderInURL, "the request's path or query carries this run's placeholder, which never leaves this machine"
+	}
+	return "", ""
 }
 
 func copyResponseHeader(dst, src http.Header) {

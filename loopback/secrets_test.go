@@ -35,7 +35,8 @@ func TestNoSecretInRecordsOrLogs(t *testing.T) {
 
 	send(t, c, p, "POST", "/v1/messages?k="+realToken, map[string]string{"x-api-key": ph}, `{}`) // 401 relayed: unchanged token
 	_ = os.WriteFile(file, []byte(rotated), 0o600)
-	send(t, c, p, "POST", "/v1/messages?p="+ph+"&t="+rotated, map[string]string{"x-api-key": ph}, `{"stream":true}`) // retried
+	send(t, c, p, "POST", "/v1/messages?t="+rotated, map[string]string{"x-api-key": ph}, `{"stream":true}`) // retried
+	send(t, c, p, "POST", "/v1/messages?p="+ph, map[string]string{"x-api-key": ph}, `{}`)                   // refused: the placeholder in the query
 	send(t, c, p, "POST", "/v1/"+ph, nil, `{}`)
 	send(t, c, p, "POST", "/v1/"+realToken, map[string]string{"Authorization": "Bearer " + realToken}, `{}`)
 	send(t, c, p, "GET", "/"+rotated, map[string]string{"x-api-key": rotated}, ``)
@@ -66,7 +67,7 @@ func TestNoSecretInRecordsOrLogs(t *testing.T) {
 	_ = p2.Close()
 	recs, _ := json.Marshal(append(p.Records(), p2.Records()...))
 	counters, _ := json.Marshal([]Counters{p.Counters(), p2.Counters()})
-	if len(p.Records()) != 8 || len(p2.Records()) != 1 {
+	if len(p.Records()) != 9 || len(p2.Records()) != 1 {
 		t.Fatalf("records: %s", recs)
 	}
 	if p.Counters().RefreshRetried != 1 {

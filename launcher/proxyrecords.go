@@ -1,0 +1,62 @@
+package launcher
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Warning codes for the loopback proxy's records, one event per request as
+// it ends (attest.EgressRefused for what the egress gate refused, which H12
+// lists).
+const (
+	// WarnLoopbackRequest: a request the proxy relayed, with what the
+	// upstream answered.
+	WarnLoopbackRequest = "LOOPBACK_REQUEST"
+	// WarnLoopbackRefused: a request the reverse endpoint refused (no or a
+	// wrong placeholder, a path or query it never forwards).
+	WarnLoopbackRefused = "LOOPBACK_REFUSED"
+	// WarnLoopbackUpstreamFailed: the upstream could not be reached (the
+	// child was answered 502), broke off mid-answer, or answered 5xx.
+	WarnLoopbackUpstreamFailed = "LOOPBACK_UPSTREAM_FAILED"
+)
+
+// proxyRecordEvent is the event a proxy record becomes in the stream. It
+// never holds a body, a token or the placeholder: the record holds none.
+func proxyRecordEvent(rec loopback.Record) *record.Warning {
+	what := fmt.Sprintf("loopback request %d: %s %s", rec.Seq, rec.Method, rec.Path)
+	facts := []string{fmt.Sprintf("answered %d", rec.Status)}
+	if rec.UpstreamStatus != 0 {
+		facts = append(facts, fmt.Sprintf("upstream %d", rec.UpstreamStatus))
+	}
+	facts = append(facts, fmt.Sprintf("%d bytes in, %d out, %d ms", rec.BytesIn, rec.BytesOut, rec.Duration.Milliseconds()))
+	if rec.Refresh != "" {
+		facts = append(facts, "token refresh "+rec.Refresh)
+	}
+	if len(rec.Scrubbed) > 0 {
+		facts = append(facts, "placeholder taken out of "+strings.Join(rec.Scrubbed, ", "))
+	}
+	if rec.Error != "" {
+		facts = append(facts, rec.Error)
+	}
+	detail := strings.Join(facts, "; ")
+	switch {
+	case rec.Route != loopback.RouteReverse && rec.Refused != "":
+		// H12 reads "METHOD TARGET: reason".
+		return &record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)}
+	case rec.Refused != "":
+		return &record.Warning{Code: WarnLoopbackRefused, Message: fmt.Sprintf("%s: refused (%s); %s; nothing was forwarded", what, rec.Refused, detail)}
+	case upstreamFailed(rec):
+		return &record.Warning{Code: WarnLoopbackUpstreamFailed, Message: what + ": " + detail}
+	}
+	return &record.Warning{Code: WarnLoopbackRequest, Message: what + ": " + detail}
+}
+
+func upstreamFailed(rec loopback.Record) bool {
+	return rec.UpstreamStatus >= 500 ||
+		strings.HasPrefix(rec.Error, loopback.ErrUpstreamUnreachable) ||
+		strings.HasPrefix(rec.Error, loopback.ErrUpstreamReset)
+}

@@ -1,0 +1,169 @@
+package loopback
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// upstreamLog is an upstream that answers 200 and keeps each request line
+// and header block exactly as it arrived.
+type upstreamLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (u *upstreamLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s\n", r.Method, r.RequestURI)
+	_ = r.Header.Write(&b)
+	u.mu.Lock()
+	u.seen = append(u.seen, b.String())
+	u.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+func (u *upstreamLog) requests() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.seen...)
+}
+
+// rawRequest writes one request with target exactly as given (no client
+// library cleans it) and returns the status code.
+func rawRequest(t *testing.T, p *Proxy, target string, hdr map[string]string) int {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.BaseURL(), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n", target)
+	for k, v := range hdr {
+		fmt.Fprintf(c, "%s: %s\r\n", k, v)
+	}
+	fmt.Fprint(c, "\r\n{}")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%s: %v", target, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestRefusesDotSegments: a path with a "." or ".." segment, however it is
+// spelt, could climb out of the upstream's path prefix with the real token
+// attached; it is answered 400, recorded, and never forwarded.
+func TestRefusesDotSegments(t *testing.T) {
+	up := &upstreamLog{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	p := start(t, srv.URL+"/s/abc", nil)
+	hdr := map[string]string{"x-api-key": p.Placeholder()}
+	for _, target := range []string{
+		"/../admin",
+		"/v1/../../admin",
+		"/v1/messages/..",
+		"/./v1/messages",
+		"/%2e%2e/admin",
+		"/v1/%2E%2E%2Fadmin",
+		"/v1/..%2fadmin",
+		`/v1/..\admin`,
+	} {
+		if got := rawRequest(t, p, target, hdr); got != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", target, got)
+		}
+	}
+	if got := rawRequest(t, p, "/v1/messages..x/.hidden", hdr); got != http.StatusOK {
+		t.Errorf("a segment that merely holds dots: status %d, want 200", got)
+	}
+	_ = p.Close()
+	if seen := up.requests(); len(seen) != 1 || !strings.HasPrefix(seen[0], "POST /s/abc/v1/messages..x/.hidden\n") {
+		t.Fatalf("the upstream saw %q, want only the one clean path", seen)
+	}
+	var refused int
+	for _, r := range p.Records() {
+		if r.Refused == RefusedPathDotSegment {
+			refused++
+		}
+	}
+	if c := p.Counters(); refused != 8 || c.RefusedRequest != 8 || c.Forwarded != 1 {
+		t.Fatalf("%d records refused %s, counters %+v", refused, RefusedPathDotSegment, c)
+	}
+}
+
+// TestPlaceholderNeverForwarded: the placeholder in the query string or
+// the path (plain or percent-encoded) is refused, never forwarded; in any
+// header but the credential it is dropped; in a held body it is replaced.
+// The record says where.
+func TestPlaceholderNeverForwarded(t *testing.T) {
+	up := &upstreamLog{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	p := start(t, srv.URL, nil)
+	ph := p.Placeholder()
+	enc := ""
+	for _, b := range []byte(ph) {
+		enc += fmt.Sprintf("%%%02X", b)
+	}
+	hdr := map[string]string{"x-api-key": ph}
+	for _, target := range []string{
+		"/v1/messages?key=" + ph,
+		"/v1/messages?beta=true&k=" + enc,
+		"/v1/" + ph + "/messages",
+		"/v1/" + enc,
+	} {
+		if got := rawRequest(t, p, target, hdr); got != http.StatusBadRequest {
+			t.Errorf("%s: status %d, want 400", strings.ReplaceAll(target, ph, "PH"), got)
+		}
+	}
+	if got := rawRequest(t, p, "/v1/messages?beta=true", map[string]string{"x-api-key": ph, "X-Echo": "a " + ph}); got != http.StatusOK {
+		t.Errorf("placeholder in another header: status %d, want 200 with the header dropped", got)
+	}
+	_ = p.Close()
+	seen := up.requests()
+	if len(seen) != 1 {
+		t.Fatalf("the upstream saw %d requests, want 1", len(seen))
+	}
+	if strings.Contains(seen[0], ph) || strings.Contains(strings.ToLower(seen[0]), "x-echo") {
+		t.Fatalf("the placeholder (or the header carrying it) reached the upstream:\n%s", strings.ReplaceAll(seen[0], ph, "PH"))
+	}
+	var refused int
+	var dropped []string
+	for _, r := range p.Records() {
+		if r.Refused == RefusedPlaceholderInURL {
+			refused++
+		}
+		dropped = append(dropped, r.Scrubbed...)
+	}
+	if refused != 4 || strings.Join(dropped, ",") != "header X-Echo" {
+		t.Fatalf("%d refused %s, scrubbed %q", refused, RefusedPlaceholderInURL, dropped)
+	}
+}
+
+// TestPlaceholderInBodyReplaced: a held body that quotes the placeholder
+// (a model that ran env, say) goes upstream with it replaced.
+func TestPlaceholderInBodyReplaced(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b strings.Builder
+		_, _ = bufio.NewReader(r.Body).WriteTo(&b)
+		got = b.String()
+	}))
+	defer srv.Close()
+	p := start(t, srv.URL, nil)
+	ph := p.Placeholder()
+	status, _ := send(t, newClient(t), p, "POST", "/v1/messages", map[string]string{"x-api-key": ph}, `{"text":"ANTHROPIC_AUTH_TOKEN=`+ph+`"}`)
+	_ = p.Close()
+	if status != 200 || strings.Contains(got, ph) || got != `{"text":"ANTHROPIC_AUTH_TOKEN=[redacted]"}` {
+		t.Fatalf("status %d, upstream body %q", status, strings.ReplaceAll(got, ph, "PH"))
+	}
+	if r := p.Records()[0]; strings.Join(r.Scrubbed, ",") != "body" {
+		t.Fatalf("record %+v", r)
+	}
+}
