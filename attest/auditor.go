@@ -21,22 +21,22 @@ import (
 // Refusal names of the auditor seam (all exit 2). The first eight are the
 // pairing checks of SPEC §9, in the order they run.
 const (
-	RefuseAuditorWithoutAudit  = "auditor-without-audit"
-	RefuseSpecWithoutAuditor   = "spec-without-auditor"
-	RefuseAuditorWithoutSpec   = "auditor-without-spec"
-	RefuseAuditorEmptyPrefix   = "auditor-empty-prefix"
-	RefuseAuditorNotFound      = "auditor-not-found"
-	RefuseAuditorNotExecutable = "auditor-not-executable"
-	RefuseSpecUnreadable       = "spec-unreadable"
-	RefuseSpecInsideWritable   = "spec-inside-writable-tree"
+	RefuseAuditorWithoutAudit    exit.Name = "auditor-without-audit"
+	RefuseSpecWithoutAuditor     exit.Name = "spec-without-auditor"
+	RefuseAuditorWithoutSpec     exit.Name = "auditor-without-spec"
+	RefuseAuditorEmptyPrefix     exit.Name = "auditor-empty-prefix"
+	RefuseAuditorNotFound        exit.Name = "auditor-not-found"
+	RefuseAuditorNotExecutable   exit.Name = "auditor-not-executable"
+	RefuseSpecUnreadable         exit.Name = "spec-unreadable"
+	RefuseSpecInsideWritableTree exit.Name = "spec-inside-writable-tree"
 
 	// After the session: the program or the spec is not what was checked.
-	RefuseAuditorChanged = "auditor-changed"
-	RefuseSpecChanged    = "spec-changed"
+	RefuseAuditorChanged exit.Name = "auditor-changed"
+	RefuseSpecChanged    exit.Name = "spec-changed"
 	// The auditor could not be started, was cut short, or said nothing.
-	RefuseAuditorNotInvokable = "auditor-not-invokable"
-	RefuseAuditorInterrupted  = "auditor-interrupted"
-	RefuseAuditorNoVerdict    = "auditor-no-verdict-rows"
+	RefuseAuditorNotInvokable  exit.Name = "auditor-not-invokable"
+	RefuseAuditorInterrupted   exit.Name = "auditor-interrupted"
+	RefuseAuditorNoVerdictRows exit.Name = "auditor-no-verdict-rows"
 )
 
 // Pairing is what run's flags say about the external auditor.
@@ -80,7 +80,7 @@ func CheckPairing(p Pairing) (*Auditor, error) {
 		return nil, err
 	}
 	if p.WritableTree != "" && inside(a.spec, p.WritableTree) {
-		return nil, exit.Refuse(RefuseSpecInsideWritable,
+		return nil, exit.Refuse(RefuseSpecInsideWritableTree,
 			"--spec %s lies inside --cwd %s, a tree the child may write, so the run could rewrite the document it is audited against; keep the spec outside that tree",
 			*p.Spec, p.WritableTree)
 	}
@@ -361,7 +361,7 @@ func (a *Auditor) Run(ctx context.Context, transcript string, stderr io.Writer) 
 		return nil, exit.Wrap(RefuseAuditorNotInvokable, err, "the auditor %s could not be started", a.program)
 	}
 	if res.VerdictRows == 0 {
-		return nil, exit.Refuse(RefuseAuditorNoVerdict,
+		return nil, exit.Refuse(RefuseAuditorNoVerdictRows,
 			"the auditor %q wrote no verdict row on stdout (exit %s), and a silent auditor is a setup failure, never a verdict; check that it reads --spec and --transcript", argv, res.status())
 	}
 	return res, nil

@@ -51,7 +51,7 @@ func (f fixture) pairing(auditor string) Pairing {
 	return Pairing{Audit: true, Auditor: &auditor, Spec: &f.spec, PATH: "/nonexistent:" + f.bin}
 }
 
-func refusalName(t *testing.T, err error) string {
+func refusalName(t *testing.T, err error) exit.Name {
 	t.Helper()
 	var r *exit.Refusal
 	if !errors.As(err, &r) {
@@ -74,7 +74,7 @@ func TestPairingChecksInOrder(t *testing.T) {
 	cases := []struct {
 		name string
 		p    Pairing
-		want string
+		want exit.Name
 		says string
 	}{
 		{"1 auditor without an audit", Pairing{Auditor: str("aud"), Spec: &f.spec, PATH: f.bin}, RefuseAuditorWithoutAudit, "--auditor and --spec given but the run asks for no audit"},
@@ -91,7 +91,7 @@ func TestPairingChecksInOrder(t *testing.T) {
 		{"6 a bare name found only as a non-executable file", Pairing{Audit: true, Auditor: str("notexec"), Spec: &f.spec, PATH: filepath.Dir(f.bin)}, RefuseAuditorNotExecutable, notExec},
 		{"7 spec missing, before the writable tree", Pairing{Audit: true, Auditor: str("aud"), Spec: str(filepath.Join(writable, "missing")), PATH: f.bin, WritableTree: writable}, RefuseSpecUnreadable, "missing is not a readable regular file"},
 		{"7 spec a directory", Pairing{Audit: true, Auditor: str("aud"), Spec: &writable, PATH: f.bin}, RefuseSpecUnreadable, "not a regular file"},
-		{"8 spec inside --cwd", Pairing{Audit: true, Auditor: str("aud"), Spec: &f.spec, PATH: f.bin, WritableTree: writable}, RefuseSpecInsideWritable, "lies inside --cwd " + writable},
+		{"8 spec inside --cwd", Pairing{Audit: true, Auditor: str("aud"), Spec: &f.spec, PATH: f.bin, WritableTree: writable}, RefuseSpecInsideWritableTree, "lies inside --cwd " + writable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -154,8 +154,8 @@ func TestSpecInsideWritableTreeThroughASymlink(t *testing.T) {
 	}
 	p := f.pairing("aud")
 	p.Spec, p.WritableTree = &link, tree
-	if _, err := CheckPairing(p); err == nil || refusalName(t, err) != RefuseSpecInsideWritable {
-		t.Errorf("got %v, want %s", err, RefuseSpecInsideWritable)
+	if _, err := CheckPairing(p); err == nil || refusalName(t, err) != RefuseSpecInsideWritableTree {
+		t.Errorf("got %v, want %s", err, RefuseSpecInsideWritableTree)
 	}
 }
 
@@ -200,7 +200,7 @@ func TestAuditorExitCodes(t *testing.T) {
 	e := Evaluate(stream(cleanStarted(), ended()), cleanLaunch())
 	for _, c := range []struct {
 		body    string
-		refusal string
+		refusal exit.Name
 		runExit exit.Code
 	}{
 		{"echo fine; exit 0", "", exit.OK},
@@ -209,9 +209,9 @@ func TestAuditorExitCodes(t *testing.T) {
 		{"echo 'usage problem'; exit 2", "", exit.OK},
 		{"echo 'odd'; exit 7", "", exit.OK},
 		{"echo row; kill -9 $$", "", exit.OK},
-		{"exit 0", RefuseAuditorNoVerdict, 0},
-		{"printf '\\n  \\n'; exit 1", RefuseAuditorNoVerdict, 0},
-		{"echo 'only stderr' >&2; exit 3", RefuseAuditorNoVerdict, 0},
+		{"exit 0", RefuseAuditorNoVerdictRows, 0},
+		{"printf '\\n  \\n'; exit 1", RefuseAuditorNoVerdictRows, 0},
+		{"echo 'only stderr' >&2; exit 3", RefuseAuditorNoVerdictRows, 0},
 	} {
 		t.Run(c.body, func(t *testing.T) {
 			f := newFixture(t, c.body)
@@ -257,7 +257,7 @@ func TestRecheckAfterTheSession(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(t *testing.T, f fixture, early string)
-		want   string
+		want   exit.Name
 		says   string
 	}{
 		{"program edited", func(t *testing.T, f fixture, _ string) {

@@ -25,8 +25,8 @@ type C1Vector struct {
 
 // C1Refusal is the refusal a vector expects instead of a plan.
 type C1Refusal struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
+	Name    exit.Name `json:"name"`
+	Message string    `json:"message"`
 }
 
 // PlanC1 computes what the vector's spec and world plan to today.

@@ -18,9 +18,9 @@ import (
 //go:embed testdata/c1 testdata/c2
 var kindFiles embed.FS
 
-// RefuseNoSuite: the build carries no launch or replay vector for the kind,
+// RefuseNoVectorSuite: the build carries no launch or replay vector for the kind,
 // so a pass would claim what nothing checked.
-const RefuseNoSuite = "no-vector-suite"
+const RefuseNoVectorSuite exit.Name = "no-vector-suite"
 
 // Result is one vector's outcome.
 type Result struct {
@@ -65,7 +65,7 @@ func Check(kind string) (*Report, error) {
 	c1, _ := fs.Glob(kindFiles, "testdata/c1/"+kind+"/*.json")
 	c2, _ := fs.Glob(kindFiles, "testdata/c2/"+kind+"/*.in.jsonl")
 	if len(c1)+len(c2) == 0 {
-		return nil, exit.Refuse(RefuseNoSuite, "conformance %s: this build carries no launch (C1) or replay (C2) vector for %s, so there is nothing of the adapter to check; `run %s` is not built either", kind, kind, kind)
+		return nil, exit.Refuse(RefuseNoVectorSuite, "conformance %s: this build carries no launch (C1) or replay (C2) vector for %s, so there is nothing of the adapter to check; `run %s` is not built either", kind, kind, kind)
 	}
 	r := &Report{Kind: kind}
 	for _, name := range c1 {

@@ -34,8 +34,8 @@ func TestCheckRefusesAKindWithNoSuite(t *testing.T) {
 	for _, kind := range []string{"codex", "b10x", "nosuchkind"} {
 		_, err := Check(kind)
 		var r *exit.Refusal
-		if !errors.As(err, &r) || r.Name != RefuseNoSuite {
-			t.Errorf("%s: %v, want %s", kind, err, RefuseNoSuite)
+		if !errors.As(err, &r) || r.Name != RefuseNoVectorSuite {
+			t.Errorf("%s: %v, want %s", kind, err, RefuseNoVectorSuite)
 		}
 	}
 }

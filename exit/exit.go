@@ -26,26 +26,42 @@ const (
 	Unknown Code = 3
 )
 
-// Refusal is an error that ends a verb with Refused. Name is the code the
-// seed spells (catalogue-malformed, …); Message says what, which flag or
-// path, why, and what to do instead.
+// Name is a refusal's code, spelled as the seed spells it
+// (catalogue-malformed, …). Each package declares the names it refuses with
+// in one const block, each as Refuse<Code> in CamelCase, where the first
+// word of the code may be left out when it is the package's own
+// (mcpserve.RefuseMalformed is catalogue-malformed); TestVocabulary holds
+// every package to that and to the seed.
+type Name string
+
+// The names every verb may refuse with.
+const (
+	// RefuseUsage: the command line does not parse, or asks for what no
+	// flag means.
+	RefuseUsage Name = "usage"
+	// RefuseNotBuilt: a verb, kind or option this build does not have yet.
+	RefuseNotBuilt Name = "not-built"
+)
+
+// Refusal is an error that ends a verb with Refused. Name is its code;
+// Message says what, which flag or path, why, and what to do instead.
 type Refusal struct {
-	Name    string
+	Name    Name
 	Message string
 	Err     error // optional cause, for errors.Is/As
 }
 
-func (r *Refusal) Error() string { return r.Name + ": " + r.Message }
+func (r *Refusal) Error() string { return string(r.Name) + ": " + r.Message }
 
 func (r *Refusal) Unwrap() error { return r.Err }
 
 // Refuse builds a Refusal with a formatted message.
-func Refuse(name, format string, args ...any) *Refusal {
+func Refuse(name Name, format string, args ...any) *Refusal {
 	return &Refusal{Name: name, Message: fmt.Sprintf(format, args...)}
 }
 
 // Wrap builds a Refusal that keeps err as its cause.
-func Wrap(name string, err error, format string, args ...any) *Refusal {
+func Wrap(name Name, err error, format string, args ...any) *Refusal {
 	msg := fmt.Sprintf(format, args...)
 	if err != nil {
 		msg += ": " + err.Error()
@@ -59,7 +75,7 @@ func Wrap(name string, err error, format string, args ...any) *Refusal {
 func Line(err error) string {
 	var r *Refusal
 	if errors.As(err, &r) {
-		return "metaharness: " + r.Name + ": " + r.Message
+		return "metaharness: " + string(r.Name) + ": " + r.Message
 	}
 	return "metaharness: io: " + err.Error()
 }

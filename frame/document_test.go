@@ -256,7 +256,7 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 }
 
 func TestLoadForRunRefusals(t *testing.T) {
-	cases := map[string]string{
+	cases := map[string]exit.Name{
 		"testdata/frames/missing.json":                              RefuseFrameUnreadable,
 		"testdata/frames/not-json-truncated.json":                   RefuseFrameInvalid,
 		"testdata/frames/unknown-format-no-tag.json":                RefuseFrameInvalid,

@@ -447,7 +447,7 @@ func TestCheckControls(t *testing.T) {
 		mode      Mode
 		withFrame bool
 		refuses   func(string) string
-		refusal   string
+		refusal   exit.Name
 		ids       []string
 	}{
 		{"claude frame with frame", ModeFrame, true, claudeRefuses, "", nil},

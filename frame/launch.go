@@ -11,10 +11,10 @@ import (
 
 // Launch refusal names (exit 2), printed as "metaharness: <name>: …".
 const (
-	RefuseFrameUnreadable     = "frame-unreadable"
-	RefuseFrameInvalid        = "frame-invalid"
-	RefuseFrameDigestMismatch = "frame-digest-mismatch"
-	RefuseObserveWithFrame    = "observe-with-frame"
+	RefuseFrameUnreadable     exit.Name = "frame-unreadable"
+	RefuseFrameInvalid        exit.Name = "frame-invalid"
+	RefuseFrameDigestMismatch exit.Name = "frame-digest-mismatch"
+	RefuseObserveWithFrame    exit.Name = "observe-with-frame"
 )
 
 // LoadForRun loads the --frame file of a run. Its error is always an
@@ -93,7 +93,7 @@ func CheckControls(w *record.Writer, kind string, mode Mode, withFrame bool, ref
 	if first == "" {
 		return nil
 	}
-	return exit.Refuse(strings.ToLower(strings.ReplaceAll(first, "_", "-")),
+	return exit.Refuse(exit.Name(strings.ToLower(strings.ReplaceAll(first, "_", "-"))),
 		"%s cannot honour %s, which %s needs; see `metaharness capabilities %s` for what it honours, and choose a configuration it supports",
 		kind, strings.Join(named, ", "), config, kind)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -77,8 +78,8 @@ func (c *Capabilities) Support(command string) CommandSupport {
 }
 
 // Mode returns a decision mode's status; a missing mode is absent.
-func (c *Capabilities) Mode(mode string) Status {
-	if s, ok := c.DecisionModes[mode]; ok {
+func (c *Capabilities) Mode(mode frame.Mode) Status {
+	if s, ok := c.DecisionModes[string(mode)]; ok {
 		return s
 	}
 	return Absent

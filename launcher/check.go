@@ -5,7 +5,8 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/internal/loopbackhost"
+	"github.com/metaharness/metaharness/mcpserve"
 )
 
 // Rules are what a kind accepts of a spec, as data its descriptor
@@ -26,7 +27,7 @@ type Rules struct {
 	// Credentials maps each --credentials value the kind refuses to why,
 	// which the refusal (credentials-unsupported) puts after
 	// "--credentials VALUE ".
-	Credentials map[string]string
+	Credentials map[Credentials]string
 }
 
 // CheckSpec refuses, before anything is started, every flag the kind cannot
@@ -36,7 +37,7 @@ type Rules struct {
 func CheckSpec(s *Spec, d *Descriptor) error {
 	rules := d.Rules
 	if !rules.PromptOptional && strings.TrimSpace(s.Prompt) == "" {
-		return exit.Refuse("no-prompt", "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
+		return exit.Refuse(RefuseNoPrompt, "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
 	}
 	if !rules.LoopFlags {
 		if err := refuseLoopFlags(s); err != nil {
@@ -44,44 +45,44 @@ func CheckSpec(s *Spec, d *Descriptor) error {
 		}
 	}
 	if len(s.AddDirs) > 0 {
-		return exit.Refuse("add-dir-denied", "--add-dir %s: the child is never granted a directory beyond its own cwd; put what it needs under --cwd, or hand files over with --context", s.AddDirs[0])
+		return exit.Refuse(RefuseAddDirDenied, "--add-dir %s: the child is never granted a directory beyond its own cwd; put what it needs under --cwd, or hand files over with --context", s.AddDirs[0])
 	}
 	if s.ScratchCwd && s.Cwd == "" {
-		return exit.Refuse("scratch-cwd-needs-cwd", "--scratch-cwd declares the --cwd directory the embedder's disposable copy, and no --cwd was given; add --cwd DIR or drop --scratch-cwd")
+		return exit.Refuse(RefuseScratchCWDNeedsCWD, "--scratch-cwd declares the --cwd directory the embedder's disposable copy, and no --cwd was given; add --cwd DIR or drop --scratch-cwd")
 	}
 	if len(s.PluginDirs) > 0 {
-		return exit.Refuse("not-built", "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
+		return exit.Refuse(exit.RefuseNotBuilt, "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
 	}
-	if s.ToolSurface == "owned" && rules.NoOwnedSurface != "" {
-		return exit.Refuse("tool-surface-unsupported", "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
+	if s.ToolSurface == SurfaceOwned && rules.NoOwnedSurface != "" {
+		return exit.Refuse(RefuseToolSurfaceUnsupported, "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
 	}
-	if s.Catalogue != "" && s.ToolSurface == "native" {
-		return exit.Refuse("catalogue-needs-owned-surface", "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
+	if s.Catalogue != "" && s.ToolSurface == SurfaceNative {
+		return exit.Refuse(mcpserve.RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
 	}
 	if d.Capabilities.Mode(s.Decisions) == Absent {
-		return exit.Refuse("decisions-unsupported", "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
+		return exit.Refuse(RefuseDecisionsUnsupported, "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
 	}
 	if err := checkCredentials(s, rules); err != nil {
 		return err
 	}
-	if s.Output == "final" && s.Events == "" {
-		return exit.Refuse("output-final-needs-events", "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE")
+	if s.Output == OutputFinal && s.Events == "" {
+		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE")
 	}
 	return nil
 }
 
 func checkCredentials(s *Spec, rules Rules) error {
-	loopback := s.Credentials == "loopback"
+	loopback := s.Credentials == CredentialsLoopback
 	if why, ok := rules.Credentials[s.Credentials]; ok {
-		return exit.Refuse("credentials-unsupported", "--credentials %s %s", s.Credentials, why)
+		return exit.Refuse(RefuseCredentialsUnsupported, "--credentials %s %s", s.Credentials, why)
 	}
 	switch {
 	case s.TokenEnv != "" && s.TokenFile != "":
-		return exit.Refuse("token-source-conflict", "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
+		return exit.Refuse(RefuseTokenSourceConflict, "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
 	case !loopback && (s.TokenEnv != "" || s.TokenFile != ""):
-		return exit.Refuse("token-source-without-loopback", "--token-env and --token-file name the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop them", s.Credentials)
+		return exit.Refuse(RefuseTokenSourceWithoutLoopback, "--token-env and --token-file name the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop them", s.Credentials)
 	case !loopback && len(s.AllowEgress) > 0:
-		return exit.Refuse("allow-egress-needs-loopback", "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
+		return exit.Refuse(RefuseAllowEgressNeedsLoopback, "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
 	}
 	if s.ModelEndpoint != "" {
 		if err := CheckDialURL("--model-endpoint", s.ModelEndpoint); err != nil {
@@ -97,10 +98,10 @@ func checkCredentials(s *Spec, rules Rules) error {
 func CheckDialURL(flag, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return exit.Refuse("url-invalid", "%s %q is not an http(s) URL with a host; give a root URL such as https://api.anthropic.com", flag, raw)
+		return exit.Refuse(RefuseURLInvalid, "%s %q is not an http(s) URL with a host; give a root URL such as https://api.anthropic.com", flag, raw)
 	}
-	if u.Scheme == "http" && !loopback.IsLoopbackHost(u.Hostname()) {
-		return exit.Refuse("url-not-https", "%s %s: plain http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), and %s is not one; use https", flag, raw, u.Hostname())
+	if u.Scheme == "http" && !loopbackhost.Is(u.Hostname()) {
+		return exit.Refuse(RefuseURLNotHTTPS, "%s %s: plain http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), and %s is not one; use https", flag, raw, u.Hostname())
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func refuseLoopFlags(s *Spec) error {
 		{"--driver", b.Driver != ""},
 	} {
 		if f.set {
-			return exit.Refuse("b10x-only-flag", "%s reaches the beyond10x loop only and cannot be honoured on %s: a vendor arm's scope and confinement travel sealed in the frame, and a flag would be a second, unsealed copy; drop %s",
+			return exit.Refuse(RefuseB10xOnlyFlag, "%s reaches the beyond10x loop only and cannot be honoured on %s: a vendor arm's scope and confinement travel sealed in the frame, and a flag would be a second, unsealed copy; drop %s",
 				f.flag, s.Kind, strings.Fields(f.flag)[0])
 		}
 	}

@@ -34,20 +34,20 @@ func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit
 	childPath := ChildPath(callerHome)
 	binary, err := LookPath(d.Binary, childPath)
 	if err != nil {
-		return exit.Refused, exit.Refuse("vendor-not-found", "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, pins)
+		return exit.Refused, exit.Refuse(RefuseVendorNotFound, "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, pins)
 	}
 	scratch, err := os.MkdirTemp("", "mh-doctor-")
 	if err != nil {
-		return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
+		return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
 	}
 	defer os.RemoveAll(scratch)
 	home := filepath.Join(scratch, "version-home")
 	if err := os.Mkdir(home, 0o700); err != nil {
-		return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch HOME for the vendor in %s", scratch)
+		return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor in %s", scratch)
 	}
 	version, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
 	if err != nil {
-		return exit.Refused, exit.Wrap("version-unknown", err, "the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+		return exit.Refused, exit.Wrap(RefuseVersionUnknown, err, "the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
 	}
 	faults := 0
 	var b strings.Builder
@@ -60,7 +60,7 @@ func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit
 	if p, ok := k.(FlagProber); ok {
 		probe := filepath.Join(scratch, "probe")
 		if err := os.Mkdir(probe, 0o700); err != nil {
-			return exit.Refused, exit.Wrap("scratch-unavailable", err, "doctor needs a scratch directory for the flag probe in %s", scratch)
+			return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch directory for the flag probe in %s", scratch)
 		}
 		checked, bad, err := p.ProbeFlags(ctx, binary, callerHome, probe)
 		switch {

@@ -123,7 +123,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if err := CheckSpec(s, r.d); err != nil {
 		return exit.Refused, err
 	}
-	mode := frame.Mode(s.Decisions)
+	mode := s.Decisions
 	if s.Frame != "" {
 		if r.frame, err = frame.LoadForRun(s.Frame); err != nil {
 			return exit.Refused, err
@@ -150,14 +150,14 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	}
 	if s.Cwd != "" {
 		if fi, err := os.Stat(s.Cwd); err != nil || !fi.IsDir() {
-			return exit.Refused, exit.Refuse("cwd-not-a-directory", "--cwd %s is not a directory metaharness can enter; create it or name another", s.Cwd)
+			return exit.Refused, exit.Refuse(RefuseCWDNotADirectory, "--cwd %s is not a directory metaharness can enter; create it or name another", s.Cwd)
 		}
 	}
 	// Every check of the spec has held: only now may a kind whose run loop
 	// is not built refuse. The stream opens after it, for the controls the
 	// mode needs are refused as command results.
 	if r.runner == nil {
-		return exit.Refused, exit.Refuse("not-built", "run %s is not built yet: it waits for the %s adapter's run loop (launcher/%s); nothing was started", s.Kind, s.Kind, s.Kind)
+		return exit.Refused, exit.Refuse(exit.RefuseNotBuilt, "run %s is not built yet: it waits for the %s adapter's run loop (launcher/%s); nothing was started", s.Kind, s.Kind, s.Kind)
 	}
 	if err := r.openEvents(); err != nil {
 		return exit.Refused, err
@@ -167,7 +167,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		return exit.Refused, err
 	}
 	if r.caps.Mode(s.Decisions) != Delivered {
-		return exit.Refused, exit.Refuse("decisions-unverified", "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
+		return exit.Refused, exit.Refuse(RefuseDecisionsUnverified, "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
 			s.Decisions, r.caps.Mode(s.Decisions), s.Kind, s.Kind)
 	}
 	return r.launch(ctx, mode)
@@ -179,18 +179,18 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 func checkOutputPaths(s *Spec) error {
 	if p := s.AttestationFile; p != "" {
 		if _, err := os.Lstat(p); err == nil {
-			return exit.Refuse("attestation-file", "--attestation %s already exists; name a new file, so that no earlier record is overwritten", p)
+			return exit.Refuse(RefuseAttestationFile, "--attestation %s already exists; name a new file, so that no earlier record is overwritten", p)
 		}
 		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
-			return exit.Refuse("attestation-file", "--attestation %s: its directory %s does not exist; create it first", p, filepath.Dir(p))
+			return exit.Refuse(RefuseAttestationFile, "--attestation %s: its directory %s does not exist; create it first", p, filepath.Dir(p))
 		}
 	}
 	if d := s.RetainDir; d != "" {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
-			return exit.Refuse("retain-dir", "--retain-dir %s is not an existing directory; create it first", d)
+			return exit.Refuse(RefuseRetainDir, "--retain-dir %s is not an existing directory; create it first", d)
 		}
 		if _, err := os.Lstat(filepath.Join(d, "transcript.jsonl")); err == nil {
-			return exit.Refuse("retain-dir", "--retain-dir %s already holds a transcript.jsonl; name an empty directory, so that no earlier transcript is overwritten", d)
+			return exit.Refuse(RefuseRetainDir, "--retain-dir %s already holds a transcript.jsonl; name an empty directory, so that no earlier transcript is overwritten", d)
 		}
 	}
 	return nil
@@ -206,13 +206,13 @@ func (r *run) pairing() attest.Pairing {
 func (r *run) openEvents() error {
 	r.tap = &attest.Tap{}
 	sinks := []io.Writer{r.tap}
-	if r.spec.Output != "final" {
+	if r.spec.Output != OutputFinal {
 		sinks = append(sinks, r.io.Stdout)
 	}
 	if r.spec.Events != "" {
 		f, err := os.OpenFile(r.spec.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return exit.Wrap("events-file", err, "--events %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", r.spec.Events)
+			return exit.Wrap(RefuseEventsFile, err, "--events %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", r.spec.Events)
 		}
 		r.files = append(r.files, f)
 		sinks = append(sinks, f)
@@ -228,7 +228,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	s := r.spec
 	var err error
 	if r.scratch, err = os.MkdirTemp("", "mh-"); err != nil {
-		return exit.Refused, exit.Wrap("scratch-unavailable", err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
+		return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
 	}
 	// Every kind's child gets a scratch HOME, TMPDIR and (without --cwd)
 	// working directory; the plan names any directory of its own.
@@ -241,14 +241,14 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket}
 	r.happened = append(r.happened, "the scratch tree was created")
 
-	if s.Credentials == "loopback" {
+	if s.Credentials == CredentialsLoopback {
 		if err := r.startProxy(w); err != nil {
 			return exit.Refused, err
 		}
 	}
 	childPath := ChildPath(r.io.Env["HOME"])
 	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
-		return exit.Refused, exit.Refuse("vendor-not-found", "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, strings.Join(r.caps.VersionsPinned, ", "))
+		return exit.Refused, exit.Refuse(RefuseVendorNotFound, "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, strings.Join(r.caps.VersionsPinned, ", "))
 	}
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return exit.Refused, err
@@ -260,7 +260,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.cwd)
 	if err != nil {
-		return exit.Refused, exit.Wrap("memory-walk", err, "the memory-file walk from %s failed", r.cwd)
+		return exit.Refused, exit.Wrap(RefuseMemoryWalk, err, "the memory-file walk from %s failed", r.cwd)
 	}
 	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
 	if len(r.context) > 0 {
@@ -284,7 +284,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	}
 	for _, d := range plan.Dirs {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return exit.Refused, exit.Wrap("scratch-write", err, "creating %s", d)
+			return exit.Refused, exit.Wrap(RefuseScratchWrite, err, "creating %s", d)
 		}
 	}
 	if err := writeFiles(plan.Files); err != nil {
@@ -350,9 +350,9 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 	case err == nil && slices.Contains(r.caps.VersionsPinned, v):
 		return nil
 	case r.spec.StrictVersion && err != nil:
-		return exit.Wrap("version-unknown", err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+		return exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
 	case r.spec.StrictVersion:
-		return exit.Refuse("version-off-pin", "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
+		return exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
 	}
 	msg := fmt.Sprintf("%s is %s, off the pin (%s); the run goes on, and --strict-version would refuse it", binary, v, pins)
 	if err != nil {
@@ -365,7 +365,7 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 func writeFiles(files []File) error {
 	for _, f := range files {
 		if err := newfile.Write(f.Path, []byte(f.Content), os.FileMode(f.Mode)); err != nil {
-			return exit.Wrap("scratch-write", err, "writing %s", f.Path)
+			return exit.Wrap(RefuseScratchWrite, err, "writing %s", f.Path)
 		}
 	}
 	return nil
@@ -405,7 +405,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	// catalogue server) ask here before a call runs.
 	ln, err := net.Listen("unix", r.socket)
 	if err != nil {
-		return exit.Refused, exit.Wrap("decision-socket", err, "the decision channel cannot listen in %s", r.scratch)
+		return exit.Refused, exit.Wrap(RefuseDecisionSocket, err, "the decision channel cannot listen in %s", r.scratch)
 	}
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	served := make(chan struct{})
@@ -417,7 +417,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 
 	c, stdout, err := Spawn(plan, r.io.Stderr)
 	if err != nil {
-		return exit.Refused, exit.Wrap("spawn", err, "the vendor could not be started")
+		return exit.Refused, exit.Wrap(RefuseSpawn, err, "the vendor could not be started")
 	}
 	svc.setChild(c)
 	stopped := context.AfterFunc(ctx, svc.Stop)
@@ -547,7 +547,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 			fmt.Fprintf(r.io.Stderr, "metaharness: retain-failed: copying the transcript into --retain-dir %s: %v\n", s.RetainDir, err)
 		}
 	}
-	if r.spec.Output == "final" && terminal != nil && terminal.FinalAnswer != nil {
+	if r.spec.Output == OutputFinal && terminal != nil && terminal.FinalAnswer != nil {
 		fmt.Fprintln(r.io.Stdout, terminal.FinalAnswer.Text)
 	}
 	var result *attest.AuditorResult
@@ -558,8 +558,8 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 		}
 	}
 	ev := attest.Evaluate(r.tap.Lines(), attest.Launch{
-		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: s.Hermetic, Audit: s.Audit,
-		Credentials: s.Credentials, PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers,
+		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: string(s.Hermetic), Audit: s.Audit,
+		Credentials: string(s.Credentials), PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers,
 		Pins: r.caps.VersionsPinned,
 	})
 	if s.AttestationFile != "" {
@@ -588,7 +588,7 @@ func writeJSONFile(path string, v any) error {
 		return err
 	}
 	if err := newfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return exit.Wrap("attestation-file", err, "--attestation %s cannot be created (it must not exist yet)", path)
+		return exit.Wrap(RefuseAttestationFile, err, "--attestation %s cannot be created (it must not exist yet)", path)
 	}
 	return nil
 }

@@ -1,30 +1,70 @@
 package launcher
 
-import "github.com/metaharness/metaharness/record"
+import (
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Hermetic is --hermetic: the recorded mode (the controls are imposed
+// whatever it says); strict owes an audit and fails on any row not ok.
+type Hermetic string
+
+const (
+	HermeticOff    Hermetic = "off"
+	HermeticOn     Hermetic = "on"
+	HermeticStrict Hermetic = "strict"
+)
+
+// ToolSurface is --tool-surface: the vendor's own tools, or only
+// metaharness's server; "" when the flag was not given.
+type ToolSurface string
+
+const (
+	SurfaceNative ToolSurface = "native"
+	SurfaceOwned  ToolSurface = "owned"
+)
+
+// Credentials is --credentials: how the child reaches the model.
+type Credentials string
+
+const (
+	CredentialsNone          Credentials = "none"
+	CredentialsAPIKey        Credentials = "api-key"
+	CredentialsLoopback      Credentials = "loopback"
+	CredentialsOperatorLogin Credentials = "operator-login"
+)
+
+// Output is --output: what stdout carries.
+type Output string
+
+const (
+	OutputEvents Output = "events"
+	OutputFinal  Output = "final"
+)
 
 // Spec is one run as the caller declared it: every `run` flag, kind-neutral.
 // The CLI fills it 1:1 from its flags; nothing here is read from the world.
 type Spec struct {
-	Kind     string `json:"kind"`
-	Prompt   string `json:"prompt"`
-	Hermetic string `json:"hermetic"` // off | on | strict
-	Audit    bool   `json:"audit,omitempty"`
+	Kind     string   `json:"kind"`
+	Prompt   string   `json:"prompt"`
+	Hermetic Hermetic `json:"hermetic"`
+	Audit    bool     `json:"audit,omitempty"`
 
-	Frame       string   `json:"frame,omitempty"`     // path of a sealed frame
-	Decisions   string   `json:"decisions"`           // frame | ask | observe
-	ToolSurface string   `json:"tool_surface"`        // native | owned
-	Catalogue   string   `json:"catalogue,omitempty"` // path of a tool contract
-	AllowProgs  []string `json:"allow_program,omitempty"`
+	Frame       string      `json:"frame,omitempty"` // path of a sealed frame
+	Decisions   frame.Mode  `json:"decisions"`
+	ToolSurface ToolSurface `json:"tool_surface"`
+	Catalogue   string      `json:"catalogue,omitempty"` // path of a tool contract
+	AllowProgs  []string    `json:"allow_program,omitempty"`
 
-	Credentials   string   `json:"credentials"` // none | api-key | loopback | operator-login
-	TokenEnv      string   `json:"token_env,omitempty"`
-	TokenFile     string   `json:"token_file,omitempty"`
-	Model         string   `json:"model,omitempty"`
-	ModelEndpoint string   `json:"model_endpoint,omitempty"`
-	Effort        string   `json:"effort,omitempty"`
-	MaxTurns      int      `json:"max_turns,omitempty"`
-	MaxBudgetUSD  string   `json:"max_budget_usd,omitempty"`
-	AllowEgress   []string `json:"allow_egress,omitempty"`
+	Credentials   Credentials `json:"credentials"`
+	TokenEnv      string      `json:"token_env,omitempty"`
+	TokenFile     string      `json:"token_file,omitempty"`
+	Model         string      `json:"model,omitempty"`
+	ModelEndpoint string      `json:"model_endpoint,omitempty"`
+	Effort        string      `json:"effort,omitempty"`
+	MaxTurns      int         `json:"max_turns,omitempty"`
+	MaxBudgetUSD  string      `json:"max_budget_usd,omitempty"`
+	AllowEgress   []string    `json:"allow_egress,omitempty"`
 
 	Cwd        string   `json:"cwd,omitempty"`
 	ScratchCwd bool     `json:"scratch_cwd,omitempty"`
@@ -39,7 +79,7 @@ type Spec struct {
 	AuditSpec   *string  `json:"spec,omitempty"`
 	AuditorArgs []string `json:"auditor_args,omitempty"`
 
-	Output          string `json:"output,omitempty"` // events | final
+	Output          Output `json:"output,omitempty"`
 	Events          string `json:"events,omitempty"`
 	AttestationFile string `json:"attestation,omitempty"`
 
@@ -70,7 +110,7 @@ type B10xSpec struct {
 
 // AuditOwed reports whether the run owes an audit report: --audit, or
 // --hermetic strict, which asks for one the way --audit does.
-func (s *Spec) AuditOwed() bool { return s.Audit || s.Hermetic == "strict" }
+func (s *Spec) AuditOwed() bool { return s.Audit || s.Hermetic == HermeticStrict }
 
 // Plan is a launch as a value: what to write, what to run, with which
 // environment and where. It is a pure function of a Spec and the observed

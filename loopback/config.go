@@ -13,21 +13,22 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/loopbackhost"
 )
 
 // Refusal names. Each is an *exit.Refusal from New or Start; none mentions a
 // token or a placeholder value.
 const (
-	RefuseListenNotLoopback   = "loopback-listen-not-loopback"
-	RefuseListenFailed        = "loopback-listen-failed"
-	RefuseSocketPathTaken     = "loopback-socket-path-taken"
-	RefuseUpstreamNotHTTPS    = "loopback-upstream-not-https"
-	RefuseUpstreamMalformed   = "loopback-upstream-malformed"
-	RefuseUpstreamAuthUnknown = "loopback-upstream-auth-unknown"
-	RefuseTokenMissing        = "loopback-token-missing"
-	RefuseTokenUnreadable     = "loopback-token-unreadable"
-	RefuseTokenAmbiguous      = "loopback-token-source-ambiguous"
-	RefuseEgressHostMalformed = "loopback-egress-host-malformed"
+	RefuseListenNotLoopback    exit.Name = "loopback-listen-not-loopback"
+	RefuseListenFailed         exit.Name = "loopback-listen-failed"
+	RefuseSocketPathTaken      exit.Name = "loopback-socket-path-taken"
+	RefuseUpstreamNotHTTPS     exit.Name = "loopback-upstream-not-https"
+	RefuseUpstreamMalformed    exit.Name = "loopback-upstream-malformed"
+	RefuseUpstreamAuthUnknown  exit.Name = "loopback-upstream-auth-unknown"
+	RefuseTokenMissing         exit.Name = "loopback-token-missing"
+	RefuseTokenUnreadable      exit.Name = "loopback-token-unreadable"
+	RefuseTokenSourceAmbiguous exit.Name = "loopback-token-source-ambiguous"
+	RefuseEgressHostMalformed  exit.Name = "loopback-egress-host-malformed"
 )
 
 // HeaderStyle is the header the upstream reads the real token from.
@@ -94,18 +95,6 @@ func (r egressRule) allows(host, port string) bool {
 	return strings.EqualFold(r.host, host) && (r.port == "" || r.port == port)
 }
 
-// IsLoopbackHost is SPEC §3.3's loopback: 127.0.0.0/8, ::1 or
-// "localhost". Private-network addresses are not loopback. Every address
-// metaharness dials or listens on is held to it.
-func IsLoopbackHost(h string) bool {
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 // parseListen checks a listen address and returns the one to bind.
 func parseListen(addr string) (string, error) {
 	host, port, err := net.SplitHostPort(addr)
@@ -115,7 +104,7 @@ func parseListen(addr string) (string, error) {
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return "", exit.Refuse(RefuseListenNotLoopback, "--listen %q has no valid port; use 127.0.0.1:0 for an ephemeral one", addr)
 	}
-	if host == "" || !IsLoopbackHost(host) {
+	if host == "" || !loopbackhost.Is(host) {
 		return "", exit.Refuse(RefuseListenNotLoopback,
 			"--listen %q is not a loopback address: the proxy holds the real token and must be reachable from this machine only; use 127.0.0.1:0 or a --unix socket", addr)
 	}
@@ -142,7 +131,7 @@ func parseUpstream(raw string) (*url.URL, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !IsLoopbackHost(u.Hostname()) {
+		if !loopbackhost.Is(u.Hostname()) {
 			return nil, exit.Refuse(RefuseUpstreamNotHTTPS,
 				"--upstream %q is plain http to a host that is not loopback; the token would cross the network in clear, use https", raw)
 		}

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/metaharness/metaharness/internal/loopbackhost"
 )
 
 // FuzzConfigParsers: the parsers of --upstream, --listen and --allow-egress
@@ -25,7 +27,7 @@ func FuzzConfigParsers(f *testing.F) {
 			if u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Host == "" {
 				t.Fatalf("accepted upstream %q as %#v", upstream, u)
 			}
-			if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHost(u.Hostname())) {
+			if u.Scheme != "https" && !(u.Scheme == "http" && loopbackhost.Is(u.Hostname())) {
 				t.Fatalf("accepted upstream %q: scheme %q host %q", upstream, u.Scheme, u.Hostname())
 			}
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/elazarl/goproxy"
 	"go.uber.org/zap"
+
+	"github.com/metaharness/metaharness/internal/loopbackhost"
 )
 
 // newGate builds the one goproxy server behind the listener: the reverse
@@ -86,7 +88,7 @@ func (p *Proxy) gateForward(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Reque
 	switch {
 	case !p.egressAllowed(host, port):
 		rec.Refused = RefusedEgress
-	case r.URL.Scheme != "https" && !IsLoopbackHost(host):
+	case r.URL.Scheme != "https" && !loopbackhost.Is(host):
 		rec.Refused = RefusedEgressPlainHTTP
 	}
 	if rec.Refused != "" {

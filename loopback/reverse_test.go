@@ -330,7 +330,7 @@ func TestRefusals(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  Config
-		want string
+		want exit.Name
 	}{
 		{"listen all interfaces", Config{Listen: "0.0.0.0:0"}, RefuseListenNotLoopback},
 		{"listen no host", Config{Listen: ":0"}, RefuseListenNotLoopback},
@@ -354,7 +354,7 @@ func TestRefusals(t *testing.T) {
 		{"token file absent", Config{Token: TokenSource{File: filepath.Join(dir, "absent")}}, RefuseTokenUnreadable},
 		{"token file a directory", Config{Token: TokenSource{File: dir}}, RefuseTokenUnreadable},
 		{"token file two lines", Config{Token: TokenSource{File: twoLines}}, RefuseTokenUnreadable},
-		{"two token sources", Config{Token: TokenSource{Env: "TOK", File: empty}}, RefuseTokenAmbiguous},
+		{"two token sources", Config{Token: TokenSource{Env: "TOK", File: empty}}, RefuseTokenSourceAmbiguous},
 		{"egress with scheme", Config{AllowEgress: []string{"https://example.com/"}}, RefuseEgressHostMalformed},
 		{"egress bad port", Config{AllowEgress: []string{"example.com:0"}}, RefuseEgressHostMalformed},
 	}

@@ -31,7 +31,7 @@ type tokens struct {
 func newTokens(src TokenSource, lookup func(string) (string, bool)) (*tokens, error) {
 	switch {
 	case src.Env != "" && src.File != "":
-		return nil, exit.Refuse(RefuseTokenAmbiguous, "both --token-env %s and --token-file %s were given; name one source of the token", src.Env, src.File)
+		return nil, exit.Refuse(RefuseTokenSourceAmbiguous, "both --token-env %s and --token-file %s were given; name one source of the token", src.Env, src.File)
 	case src.Env == "" && src.File == "":
 		return nil, exit.Refuse(RefuseTokenMissing, "no token source: name the environment variable (--token-env NAME) or the file (--token-file PATH) that holds the upstream's token")
 	}

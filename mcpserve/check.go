@@ -29,10 +29,10 @@ type Carriage struct {
 // reserves. toolSurface is the flag as given ("" when it was not).
 func (c *Contract) CheckFor(carriage Carriage, toolSurface string, allowPrograms []string) error {
 	if carriage.NotCarried != "" {
-		return exit.Refuse(CodeNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
+		return exit.Refuse(RefuseNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
 	}
 	if toolSurface == "native" {
-		return exit.Refuse(CodeNeedsOwned, "--catalogue %s beside --tool-surface native: a contract replaces the vendor's tools, which native keeps; drop --tool-surface native (or use owned)", c.Source)
+		return exit.Refuse(RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a contract replaces the vendor's tools, which native keeps; drop --tool-surface native (or use owned)", c.Source)
 	}
 	if err := RefuseAllowPrograms(c.Source, allowPrograms); err != nil {
 		return err
@@ -44,7 +44,7 @@ func (c *Contract) CheckFor(carriage Carriage, toolSurface string, allowPrograms
 			reserved = reserved || strings.HasPrefix(p, prefix)
 		}
 		if reserved {
-			return exit.Refuse(CodeNameReserved, "--catalogue %s: entry %s is published as %s, %s; give it another renderings.mcp", c.Source, e.Name, p, carriage.ReservedWhy)
+			return exit.Refuse(RefuseNameReserved, "--catalogue %s: entry %s is published as %s, %s; give it another renderings.mcp", c.Source, e.Name, p, carriage.ReservedWhy)
 		}
 	}
 	return nil
@@ -57,5 +57,5 @@ func RefuseAllowPrograms(source string, allowPrograms []string) error {
 	if len(allowPrograms) == 0 {
 		return nil
 	}
-	return exit.Refuse(CodeWithAllowProg, "--allow-program %s beside --catalogue %s: a server handed a contract publishes no run entry for programs to be started by; drop --allow-program, or drop --catalogue to serve the default verbs", allowPrograms[0], source)
+	return exit.Refuse(RefuseWithAllowProgram, "--allow-program %s beside --catalogue %s: a server handed a contract publishes no run entry for programs to be started by; drop --allow-program, or drop --catalogue to serve the default verbs", allowPrograms[0], source)
 }

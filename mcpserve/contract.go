@@ -22,16 +22,22 @@ const ContractFormat = "metaharness.tool-contract/1"
 // MaxContractBytes bounds a tool contract file and its scratch copy (4 MiB).
 const MaxContractBytes = 4 << 20
 
-// The refusal codes of a catalogue, spelled as the seed spells them.
+// Refusal names: a catalogue's, spelled as the seed spells them, then
+// mcp-serve's own.
 const (
-	CodeUnreadable    = "catalogue-unreadable"
-	CodeNotContract   = "catalogue-not-tool-contract"
-	CodeMalformed     = "catalogue-malformed"
-	CodeCopyDiffers   = "catalogue-copy-differs"
-	CodeNotCarried    = "catalogue-not-carried"
-	CodeNeedsOwned    = "catalogue-needs-owned-surface"
-	CodeWithAllowProg = "catalogue-with-allow-program"
-	CodeNameReserved  = "catalogue-name-reserved"
+	RefuseUnreadable        exit.Name = "catalogue-unreadable"
+	RefuseNotToolContract   exit.Name = "catalogue-not-tool-contract"
+	RefuseMalformed         exit.Name = "catalogue-malformed"
+	RefuseCopyDiffers       exit.Name = "catalogue-copy-differs"
+	RefuseNotCarried        exit.Name = "catalogue-not-carried"
+	RefuseNeedsOwnedSurface exit.Name = "catalogue-needs-owned-surface"
+	RefuseWithAllowProgram  exit.Name = "catalogue-with-allow-program"
+	RefuseNameReserved      exit.Name = "catalogue-name-reserved"
+
+	RefuseWorkspaceUnusable         exit.Name = "workspace-unusable"
+	RefuseHTTPNotLoopback           exit.Name = "http-not-loopback"
+	RefuseDecisionsSocketUnusable   exit.Name = "decisions-socket-unusable"
+	RefuseAllowProgramNeedsWritable exit.Name = "allow-program-needs-writable"
 )
 
 const (
@@ -125,7 +131,7 @@ func LoadContract(path string) (*Contract, error) {
 // opens without blocking so that a FIFO is refused, not waited on.
 func readContractFile(path string) ([]byte, error) {
 	unreadable := func(format string, args ...any) error {
-		return exit.Refuse(CodeUnreadable, "the tool contract %s %s", path, fmt.Sprintf(format, args...))
+		return exit.Refuse(RefuseUnreadable, "the tool contract %s %s", path, fmt.Sprintf(format, args...))
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -175,19 +181,19 @@ var bom = []byte("\xef\xbb\xbf")
 // size limit, a leading byte-order mark dropped, UTF-8, then the document.
 func ParseContract(source string, data []byte) (c *Contract, err error) {
 	if len(data) > MaxContractBytes {
-		return nil, exit.Refuse(CodeUnreadable, "the tool contract %s is %d bytes, past the 4 MiB (%d bytes) limit; split the contract or trim its schemas", source, len(data), MaxContractBytes)
+		return nil, exit.Refuse(RefuseUnreadable, "the tool contract %s is %d bytes, past the 4 MiB (%d bytes) limit; split the contract or trim its schemas", source, len(data), MaxContractBytes)
 	}
 	data = bytes.TrimPrefix(data, bom)
 	if !utf8.Valid(data) {
 		off := firstInvalidUTF8(data)
-		return nil, exit.Refuse(CodeUnreadable, "the tool contract %s is not UTF-8 (invalid byte 0x%02x at offset %d); save it as UTF-8", source, data[off], off)
+		return nil, exit.Refuse(RefuseUnreadable, "the tool contract %s is not UTF-8 (invalid byte 0x%02x at offset %d); save it as UTF-8", source, data[off], off)
 	}
 	doc, err := parseTree(data)
 	if err != nil {
 		if errors.Is(err, errBudget) {
-			return nil, exit.Refuse(CodeMalformed, "the tool contract %s would make a scratch copy past 4 MiB (its YAML aliases written out in full); make it smaller or use fewer aliases", source)
+			return nil, exit.Refuse(RefuseMalformed, "the tool contract %s would make a scratch copy past 4 MiB (its YAML aliases written out in full); make it smaller or use fewer aliases", source)
 		}
-		return nil, exit.Refuse(CodeMalformed, "the tool contract %s does not parse as YAML or JSON: %v; %s", source, err, contractFixRemedy)
+		return nil, exit.Refuse(RefuseMalformed, "the tool contract %s does not parse as YAML or JSON: %v; %s", source, err, contractFixRemedy)
 	}
 	return contractFromTree(source, doc)
 }
@@ -233,17 +239,17 @@ func parseTree(data []byte) (v any, err error) {
 func contractFromTree(source string, doc any) (*Contract, error) {
 	root, ok := doc.(*Object)
 	if !ok {
-		return nil, exit.Refuse(CodeNotContract, "%s is not a tool contract: it is %s, not a mapping with format: %s; pass a tool contract", source, describeValue(doc), ContractFormat)
+		return nil, exit.Refuse(RefuseNotToolContract, "%s is not a tool contract: it is %s, not a mapping with format: %s; pass a tool contract", source, describeValue(doc), ContractFormat)
 	}
 	format, ok := root.Get("format")
 	if !ok {
-		return nil, exit.Refuse(CodeNotContract, "%s is not a tool contract: it has no format key (want format: %s); pass a tool contract", source, ContractFormat)
+		return nil, exit.Refuse(RefuseNotToolContract, "%s is not a tool contract: it has no format key (want format: %s); pass a tool contract", source, ContractFormat)
 	}
 	if format != ContractFormat {
-		return nil, exit.Refuse(CodeNotContract, "%s is not a tool contract: its format is %s, not %s; pass a tool contract", source, describeValue(format), ContractFormat)
+		return nil, exit.Refuse(RefuseNotToolContract, "%s is not a tool contract: its format is %s, not %s; pass a tool contract", source, describeValue(format), ContractFormat)
 	}
 	malformed := func(where, format string, args ...any) error {
-		return exit.Refuse(CodeMalformed, "the tool contract %s: %s: %s; %s", source, where, fmt.Sprintf(format, args...), contractFixRemedy)
+		return exit.Refuse(RefuseMalformed, "the tool contract %s: %s: %s; %s", source, where, fmt.Sprintf(format, args...), contractFixRemedy)
 	}
 	for _, m := range root.Members {
 		if m.Key != "format" && m.Key != "entries" {

@@ -16,7 +16,7 @@ import (
 
 // wantRefusal checks that err is the refusal named code (exit 2) and that
 // its message holds each of the substrings.
-func wantRefusal(t *testing.T, err error, code string, subs ...string) {
+func wantRefusal(t *testing.T, err error, code exit.Name, subs ...string) {
 	t.Helper()
 	var r *exit.Refusal
 	if !errors.As(err, &r) {
@@ -36,10 +36,10 @@ func wantRefusal(t *testing.T, err error, code string, subs ...string) {
 // the others are refused with the code their prefix names and a message
 // holding the file's "# want:" line.
 func TestContractVectors(t *testing.T) {
-	prefixes := map[string]string{
-		"not_contract_": CodeNotContract,
-		"malformed_":    CodeMalformed,
-		"unreadable_":   CodeUnreadable,
+	prefixes := map[string]exit.Name{
+		"not_contract_": RefuseNotToolContract,
+		"malformed_":    RefuseMalformed,
+		"unreadable_":   RefuseUnreadable,
 	}
 	files, _ := filepath.Glob("testdata/contracts/*")
 	if len(files) < 20 {
@@ -56,7 +56,7 @@ func TestContractVectors(t *testing.T) {
 				roundTrip(t, c)
 				return
 			}
-			code := ""
+			var code exit.Name
 			for p, c := range prefixes {
 				if strings.HasPrefix(name, p) {
 					code = c
@@ -124,11 +124,11 @@ func TestContractUnreadable(t *testing.T) {
 	dir := t.TempDir()
 	t.Run("missing", func(t *testing.T) {
 		_, err := LoadContract(filepath.Join(dir, "nope.yaml"))
-		wantRefusal(t, err, CodeUnreadable, "cannot be opened", "nope.yaml")
+		wantRefusal(t, err, RefuseUnreadable, "cannot be opened", "nope.yaml")
 	})
 	t.Run("directory", func(t *testing.T) {
 		_, err := LoadContract(dir)
-		wantRefusal(t, err, CodeUnreadable, "is not a regular file (it is a directory)")
+		wantRefusal(t, err, RefuseUnreadable, "is not a regular file (it is a directory)")
 	})
 	t.Run("fifo", func(t *testing.T) {
 		fifo := filepath.Join(dir, "fifo")
@@ -136,7 +136,7 @@ func TestContractUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := LoadContract(fifo) // must not block waiting for a writer
-		wantRefusal(t, err, CodeUnreadable, "a named pipe")
+		wantRefusal(t, err, RefuseUnreadable, "a named pipe")
 	})
 	t.Run("socket", func(t *testing.T) {
 		sock := filepath.Join(dir, "sock")
@@ -146,13 +146,13 @@ func TestContractUnreadable(t *testing.T) {
 		}
 		defer ln.Close()
 		_, err = LoadContract(sock)
-		wantRefusal(t, err, CodeUnreadable, "a socket")
+		wantRefusal(t, err, RefuseUnreadable, "a socket")
 	})
 	t.Run("read error", func(t *testing.T) {
 		// /proc/self/mem is a regular file whose first page cannot be read,
 		// even by root.
 		_, err := LoadContract("/proc/self/mem")
-		wantRefusal(t, err, CodeUnreadable, "cannot be read")
+		wantRefusal(t, err, RefuseUnreadable, "cannot be read")
 	})
 	t.Run("permission", func(t *testing.T) {
 		if os.Geteuid() == 0 {
@@ -163,7 +163,7 @@ func TestContractUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := LoadContract(p)
-		wantRefusal(t, err, CodeUnreadable, "cannot be opened")
+		wantRefusal(t, err, RefuseUnreadable, "cannot be opened")
 	})
 	t.Run("over 4 MiB", func(t *testing.T) {
 		p := filepath.Join(dir, "big.yaml")
@@ -171,7 +171,7 @@ func TestContractUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := LoadContract(p)
-		wantRefusal(t, err, CodeUnreadable, "past the 4 MiB")
+		wantRefusal(t, err, RefuseUnreadable, "past the 4 MiB")
 	})
 	t.Run("exactly 4 MiB", func(t *testing.T) {
 		head := "format: metaharness.tool-contract/1\nentries: []\n"
@@ -186,7 +186,7 @@ func TestContractUnreadable(t *testing.T) {
 	})
 	t.Run("not UTF-8", func(t *testing.T) {
 		_, err := ParseContract("x.yaml", []byte("format: metaharness.tool-contract/1\nentries: []\n# \xc3\x28\n"))
-		wantRefusal(t, err, CodeUnreadable, "is not UTF-8", "offset 50")
+		wantRefusal(t, err, RefuseUnreadable, "is not UTF-8", "offset 50")
 	})
 }
 
@@ -211,16 +211,16 @@ entries:
 		carriage Carriage
 		surface  string
 		programs []string
-		code     string
+		code     exit.Name
 	}{
 		{carried, "", nil, ""},
 		{carried, "owned", nil, ""},
 		{reserving, "", nil, ""},
-		{notCarried, "", nil, CodeNotCarried},
-		{notCarried, "native", []string{"make"}, CodeNotCarried},
-		{carried, "native", nil, CodeNeedsOwned},
-		{reserving, "native", []string{"make"}, CodeNeedsOwned},
-		{carried, "", []string{"make"}, CodeWithAllowProg},
+		{notCarried, "", nil, RefuseNotCarried},
+		{notCarried, "native", []string{"make"}, RefuseNotCarried},
+		{carried, "native", nil, RefuseNeedsOwnedSurface},
+		{reserving, "native", []string{"make"}, RefuseNeedsOwnedSurface},
+		{carried, "", []string{"make"}, RefuseWithAllowProgram},
 	} {
 		err := c.CheckFor(tc.carriage, tc.surface, tc.programs)
 		if tc.code == "" {
@@ -231,7 +231,7 @@ entries:
 		}
 		wantRefusal(t, err, tc.code, "tools.yaml")
 	}
-	wantRefusal(t, c.CheckFor(notCarried, "", nil), CodeNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
+	wantRefusal(t, c.CheckFor(notCarried, "", nil), RefuseNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
 }
 
 func TestCheckForReservedNames(t *testing.T) {
@@ -246,7 +246,7 @@ func TestCheckForReservedNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantRefusal(t, c.CheckFor(reserving, "", nil), CodeNameReserved, tc.want)
+		wantRefusal(t, c.CheckFor(reserving, "", nil), RefuseNameReserved, tc.want)
 		if err := c.CheckFor(carried, "", nil); err != nil {
 			t.Errorf("%s is reserved only where a kind says so: %v", tc.entry, err)
 		}

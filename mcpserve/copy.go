@@ -35,17 +35,17 @@ func WriteScratchCopy(c *Contract, path, happened string) error {
 func (s ScratchCopier) WriteCopy(c *Contract, path, happened string) error {
 	data := c.CopyBytes()
 	if len(data) > MaxContractBytes {
-		return exit.Refuse(CodeMalformed, "the tool contract %s would make a scratch copy of %d bytes, past the 4 MiB (%d bytes) limit; make the contract smaller", c.Source, len(data), MaxContractBytes)
+		return exit.Refuse(RefuseMalformed, "the tool contract %s would make a scratch copy of %d bytes, past the 4 MiB (%d bytes) limit; make the contract smaller", c.Source, len(data), MaxContractBytes)
 	}
 	back, err := ParseContract(path, data)
 	if err != nil {
-		return exit.Wrap(CodeMalformed, err, "the tool contract %s would not read back from its scratch copy; simplify the strings or keys the reader cannot carry", c.Source)
+		return exit.Wrap(RefuseMalformed, err, "the tool contract %s would not read back from its scratch copy; simplify the strings or keys the reader cannot carry", c.Source)
 	}
 	if eq, where := c.Equal(back); !eq {
-		return exit.Refuse(CodeMalformed, "the tool contract %s would not read back as the same catalogue from its scratch copy (it differs at %s); simplify that value", c.Source, orRoot(where))
+		return exit.Refuse(RefuseMalformed, "the tool contract %s would not read back as the same catalogue from its scratch copy (it differs at %s); simplify that value", c.Source, orRoot(where))
 	}
 	differs := func(what string, err error) error {
-		r := exit.Wrap(CodeCopyDiffers, err, "the scratch copy %s of %s %s", path, c.Source, what)
+		r := exit.Wrap(RefuseCopyDiffers, err, "the scratch copy %s of %s %s", path, c.Source, what)
 		r.Message += "; " + happened
 		return r
 	}

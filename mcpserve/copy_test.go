@@ -176,7 +176,7 @@ func TestCopyDiffersWithFaultyWriter(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := ScratchCopier{Write: tc.write}.WriteCopy(c, filepath.Join(t.TempDir(), "copy.json"), happened)
-			wantRefusal(t, err, CodeCopyDiffers, tc.want, happened, "good_minimal.yaml")
+			wantRefusal(t, err, RefuseCopyDiffers, tc.want, happened, "good_minimal.yaml")
 		})
 	}
 }
@@ -187,7 +187,7 @@ func TestCopyNeverOverwrites(t *testing.T) {
 	if err := os.WriteFile(p, []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantRefusal(t, WriteScratchCopy(c, p, happened), CodeCopyDiffers, "could not be written", "file exists")
+	wantRefusal(t, WriteScratchCopy(c, p, happened), RefuseCopyDiffers, "could not be written", "file exists")
 	if got, _ := os.ReadFile(p); string(got) != "mine" {
 		t.Errorf("the copy overwrote an existing file: %q", got)
 	}
@@ -226,7 +226,7 @@ func TestCopyPast4MiB(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "copy.json")
-	wantRefusal(t, WriteScratchCopy(c, p, happened), CodeMalformed, "would make a scratch copy of", "past the 4 MiB")
+	wantRefusal(t, WriteScratchCopy(c, p, happened), RefuseMalformed, "would make a scratch copy of", "past the 4 MiB")
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Errorf("a copy was written: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestCopyWouldNotReadBack(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "copy.json")
 	err = WriteScratchCopy(c, p, happened)
-	wantRefusal(t, err, CodeMalformed, "would not read back", "long.yaml")
+	wantRefusal(t, err, RefuseMalformed, "would not read back", "long.yaml")
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Errorf("a copy was written: %v", err)
 	}

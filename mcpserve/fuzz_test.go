@@ -24,7 +24,7 @@ func FuzzParseContract(f *testing.F) {
 		c, err := ParseContract("fuzz.yaml", data)
 		if err != nil {
 			var r *exit.Refusal
-			if !errors.As(err, &r) || (r.Name != CodeUnreadable && r.Name != CodeNotContract && r.Name != CodeMalformed) {
+			if !errors.As(err, &r) || (r.Name != RefuseUnreadable && r.Name != RefuseNotToolContract && r.Name != RefuseMalformed) {
 				t.Fatalf("not a loader refusal: %v", err)
 			}
 			return

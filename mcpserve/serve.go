@@ -41,7 +41,7 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 	if cfg.DecisionsSocket != "" {
 		st, err := os.Stat(cfg.DecisionsSocket)
 		if err != nil || st.Mode()&os.ModeSocket == 0 {
-			return exit.Refuse("decisions-socket-unusable", "--decisions-socket %s (or $%s) is not a listening unix socket; start the answering side first, or leave it unset to decide standalone", cfg.DecisionsSocket, EnvDecisionsSocket)
+			return exit.Refuse(RefuseDecisionsSocketUnusable, "--decisions-socket %s (or $%s) is not a listening unix socket; start the answering side first, or leave it unset to decide standalone", cfg.DecisionsSocket, EnvDecisionsSocket)
 		}
 		opts.Asker = decide.Dial(cfg.DecisionsSocket)
 	} else {

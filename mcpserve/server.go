@@ -19,7 +19,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/internal/loopbackhost"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -296,17 +296,17 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out, errlog io.Wr
 func ListenLoopback(addr string) (net.Listener, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return nil, exit.Refuse("http-not-loopback", "--http %s is not HOST:PORT (%v); give a loopback address such as 127.0.0.1:8765", addr, err)
+		return nil, exit.Refuse(RefuseHTTPNotLoopback, "--http %s is not HOST:PORT (%v); give a loopback address such as 127.0.0.1:8765", addr, err)
 	}
-	if !loopback.IsLoopbackHost(host) {
-		return nil, exit.Refuse("http-not-loopback", "--http %s: %s is not a loopback address, and the server has no authentication; give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr, host)
+	if !loopbackhost.Is(host) {
+		return nil, exit.Refuse(RefuseHTTPNotLoopback, "--http %s: %s is not a loopback address, and the server has no authentication; give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr, host)
 	}
 	if strings.EqualFold(host, "localhost") {
 		host = "127.0.0.1"
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
-		return nil, exit.Wrap("http-not-loopback", err, "--http %s cannot be listened on", addr)
+		return nil, exit.Wrap(RefuseHTTPNotLoopback, err, "--http %s cannot be listened on", addr)
 	}
 	return ln, nil
 }

@@ -421,7 +421,7 @@ func TestNewServerRefusals(t *testing.T) {
 	ws, _ := tree(t)
 	c, _ := ParseContract("test.yaml", []byte(testContract))
 	_, err := NewServer(Options{Contract: c, Workspace: ws, Writable: true, AllowPrograms: []string{"make"}})
-	wantRefusal(t, err, CodeWithAllowProg, "--allow-program make beside --catalogue test.yaml")
+	wantRefusal(t, err, RefuseWithAllowProgram, "--allow-program make beside --catalogue test.yaml")
 	_, err = NewServer(Options{Workspace: ws, AllowPrograms: []string{"make"}})
 	wantRefusal(t, err, "allow-program-needs-writable", "add --writable")
 	_, err = NewServer(Options{Workspace: ws, Writable: true, AllowPrograms: []string{" "}})

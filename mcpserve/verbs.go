@@ -258,11 +258,11 @@ func (c *capped) Write(p []byte) (int, error) {
 // checkPrograms refuses a program list the run entry could not honour.
 func checkPrograms(programs []string, writable bool) error {
 	if len(programs) > 0 && !writable {
-		return exit.Refuse("allow-program-needs-writable", "--allow-program %s without --writable: a program can write anything in the workspace, which a read-only server promises not to; add --writable or drop --allow-program", programs[0])
+		return exit.Refuse(RefuseAllowProgramNeedsWritable, "--allow-program %s without --writable: a program can write anything in the workspace, which a read-only server promises not to; add --writable or drop --allow-program", programs[0])
 	}
 	for _, p := range programs {
 		if strings.TrimSpace(p) == "" || strings.ContainsRune(p, 0) {
-			return exit.Refuse("usage", "--allow-program %q names no program; give a program name or path", p)
+			return exit.Refuse(exit.RefuseUsage, "--allow-program %q names no program; give a program name or path", p)
 		}
 	}
 	return nil

@@ -29,11 +29,11 @@ func openWorkspace(dir string, writable bool) (*workspace, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, exit.Wrap("workspace-unusable", err, "--workspace %s", dir)
+		return nil, exit.Wrap(RefuseWorkspaceUnusable, err, "--workspace %s", dir)
 	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
-		return nil, exit.Refuse("workspace-unusable", "--workspace %s cannot be opened as a directory (%v); name an existing directory", dir, errors.Unwrap(err))
+		return nil, exit.Refuse(RefuseWorkspaceUnusable, "--workspace %s cannot be opened as a directory (%v); name an existing directory", dir, errors.Unwrap(err))
 	}
 	return &workspace{dir: abs, root: root, writable: writable}, nil
 }

@@ -27,7 +27,7 @@ const Format = "trace-ir/1"
 
 // RefuseUnreadable: a line of the stream is not an event line. A projection
 // is never made shorter than its stream.
-const RefuseUnreadable = "projection-unreadable"
+const RefuseUnreadable exit.Name = "projection-unreadable"
 
 // family is each event's trace-ir family; an event not listed has none.
 var family = map[string]string{

@@ -64,10 +64,10 @@ func (c *conformanceCmd) live(e *env) (exit.Code, error) {
 	}
 	o, err := live.Run(context.Background(), c.Kind, self, os.Environ())
 	if err != nil {
-		return exit.Refused, exit.Wrap("live-unavailable", err, "conformance --live could not set up its session")
+		return exit.Refused, exit.Wrap(RefuseLiveUnavailable, err, "conformance --live could not set up its session")
 	}
 	if why := o.Refused(); why != "" {
-		return exit.Refused, exit.Refuse("live-run-refused", "conformance --live: the session was refused, so nothing live was checked: %s", strings.TrimPrefix(why, "metaharness: "))
+		return exit.Refused, exit.Refuse(RefuseLiveRunRefused, "conformance --live: the session was refused, so nothing live was checked: %s", strings.TrimPrefix(why, "metaharness: "))
 	}
 	out := e.stdout
 	if c.Contract {

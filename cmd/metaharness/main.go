@@ -138,7 +138,7 @@ func parse(c *cli, args []string, stdout, stderr io.Writer) (code exit.Code, kct
 	}
 	kctx, err = parser.Parse(args)
 	if err != nil {
-		return exit.Refused, nil, exit.Refuse("usage", "%v; see metaharness --help", err)
+		return exit.Refused, nil, exit.Refuse(exit.RefuseUsage, "%v; see metaharness --help", err)
 	}
 	return exit.OK, kctx, nil
 }
@@ -151,7 +151,7 @@ func refuseSecretsOnArgv(args []string) error {
 			return nil
 		}
 		if a == "--api-key" || strings.HasPrefix(a, "--api-key=") {
-			return exit.Refuse("usage", "there is no --api-key flag: a key on the command line lands in ps output and shell history; "+
+			return exit.Refuse(exit.RefuseUsage, "there is no --api-key flag: a key on the command line lands in ps output and shell history; "+
 				"name an environment variable or a file that holds it instead (for example --token-env NAME or --token-file PATH)")
 		}
 	}
@@ -169,9 +169,4 @@ func newLogger(stderr io.Writer, getenv func(string) string) *zap.Logger {
 	enc.TimeKey = ""
 	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), lvl)
 	return zap.New(core).Named("metaharness")
-}
-
-// notBuilt is the refusal of a verb or option this build does not have yet.
-func notBuilt(what, waitsFor string) error {
-	return exit.Refuse("not-built", "%s is not built yet: it waits for %s; nothing was started", what, waitsFor)
 }

@@ -25,21 +25,21 @@ type projectCmd struct {
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {
 	if c.To != "trace-ir" {
-		return exit.Refused, exit.Refuse("to-unsupported", "--to %s: project writes trace-ir only; drop --to or pass --to trace-ir", c.To)
+		return exit.Refused, exit.Refuse(RefuseToUnsupported, "--to %s: project writes trace-ir only; drop --to or pass --to trace-ir", c.To)
 	}
 	switch {
 	case len(c.Events) > 2:
-		return exit.Refused, exit.Refuse("viewer-column-count", "%d streams were given; a page shows one or two runs, and a document is made of one", len(c.Events))
+		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "%d streams were given; a page shows one or two runs, and a document is made of one", len(c.Events))
 	case len(c.Events) == 2 && c.HTML == "":
-		return exit.Refused, exit.Refuse("viewer-column-count", "two streams were given without --html; a trace-ir document is made of one stream, a page (--html PAGE) shows two side by side")
+		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "two streams were given without --html; a trace-ir document is made of one stream, a page (--html PAGE) shows two side by side")
 	case len(c.Events) == 2 && c.Out != "":
-		return exit.Refused, exit.Refuse("viewer-column-count", "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
+		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
 	}
 	var from launcher.Replayer
 	if c.From != "" {
 		var ok bool
 		if from, ok = kinds.ByRecordFormat(c.From); !ok {
-			return exit.Refused, exit.Refuse("from-format-unknown", "--from %s: the raw records project reads are %s, each a kind's own record read through its own reader; name one of them", c.From, strings.Join(kinds.RecordFormats(), ", "))
+			return exit.Refused, exit.Refuse(RefuseFromFormatUnknown, "--from %s: the raw records project reads are %s, each a kind's own record read through its own reader; name one of them", c.From, strings.Join(kinds.RecordFormats(), ", "))
 		}
 	}
 	var streams []*traceir.Stream
@@ -47,14 +47,14 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	for _, path := range c.Events {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return exit.Refused, exit.Wrap("projection-unreadable", err, "%s cannot be read", path)
+			return exit.Refused, exit.Wrap(traceir.RefuseUnreadable, err, "%s cannot be read", path)
 		}
 		src := traceir.Source{Format: record.EventFormat, Bytes: data}
 		events := data
 		if from != nil {
 			sum := sha256.Sum256(data)
 			if events, err = conformance.Replay(from, "from-"+hex.EncodeToString(sum[:6]), data); err != nil {
-				return exit.Refused, exit.Wrap("projection-unreadable", err, "%s cannot be read as %s", path, c.From)
+				return exit.Refused, exit.Wrap(traceir.RefuseUnreadable, err, "%s cannot be read as %s", path, c.From)
 			}
 			src.Format = c.From
 		}
@@ -98,7 +98,7 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 // leaves no file behind.
 func writeNew(path, flag string, b []byte) error {
 	if err := newfile.Write(path, b, 0o644); err != nil {
-		return exit.Wrap("output-file", err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
+		return exit.Wrap(RefuseOutputFile, err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
@@ -23,35 +24,35 @@ type runCmd struct {
 	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
 	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
 
-	Frame       string   `help:"A sealed metaharness.frame/1 document that decides each tool call." type:"path"`
-	Decisions   string   `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: the frame, the embedder on stdin (ask), or nobody (observe)."`
-	ToolSurface string   `enum:",native,owned" default:"" help:"native: the vendor's own tools; owned: only metaharness's server (the default with --catalogue)."`
-	Catalogue   string   `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
-	AllowProg   []string `name:"allow-program" help:"A program the owned surface's run entry may start (repeatable)."`
+	Frame       string               `help:"A sealed metaharness.frame/1 document that decides each tool call." type:"path"`
+	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: the frame, the embedder on stdin (ask), or nobody (observe)."`
+	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native: the vendor's own tools; owned: only metaharness's server (the default with --catalogue)."`
+	Catalogue   string               `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
+	AllowProg   []string             `name:"allow-program" help:"A program the owned surface's run entry may start (repeatable)."`
 
-	Credentials   string   `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
-	TokenEnv      string   `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
-	TokenFile     string   `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
-	AllowEgress   []string `help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
-	Model         string   `help:"The model name passed to the vendor."`
-	ModelEndpoint string   `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
-	Effort        string   `help:"The vendor's effort level."`
-	MaxTurns      int      `help:"Stop after this many turns (claude)."`
-	MaxBudgetUSD  string   `name:"max-budget-usd" help:"Stop at this spend (claude)."`
+	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
+	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
+	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
+	AllowEgress   []string             `help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
+	Model         string               `help:"The model name passed to the vendor."`
+	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
+	Effort        string               `help:"The vendor's effort level."`
+	MaxTurns      int                  `help:"Stop after this many turns (claude)."`
+	MaxBudgetUSD  string               `name:"max-budget-usd" help:"Stop at this spend (claude)."`
 
 	Cwd        string   `help:"Run the child in this tree (it may write there); trades the H7 and H11 rows." type:"path"`
 	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
 	Context    []string `help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
 
-	StrictVersion bool     `help:"Refuse before the spawn when the vendor binary is off the pin."`
-	RetainDir     string   `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
-	Auditor       *string  `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
-	Spec          *string  `help:"The document the auditor checks the transcript against."`
-	Output        string   `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
-	Events        string   `help:"Also write the event stream to this file." type:"path"`
-	Attestation   string   `help:"Write the session's attestation (JSON) to this file." type:"path"`
-	PluginDir     []string `help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
-	AddDir        []string `hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
+	StrictVersion bool            `help:"Refuse before the spawn when the vendor binary is off the pin."`
+	RetainDir     string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
+	Auditor       *string         `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
+	Spec          *string         `help:"The document the auditor checks the transcript against."`
+	Output        launcher.Output `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
+	Events        string          `help:"Also write the event stream to this file." type:"path"`
+	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	PluginDir     []string        `help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
+	AddDir        []string        `hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
 	B10x b10xFlags `embed:"" group:"b10x only (refused on claude and codex)"`
 
@@ -114,7 +115,7 @@ func (c *runCmd) spec() *launcher.Spec {
 	}
 	b := c.B10x
 	return &launcher.Spec{
-		Kind: c.Kind, Prompt: prompt, Hermetic: string(c.Hermetic), Audit: c.Audit,
+		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
 		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
 		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile,

@@ -60,9 +60,9 @@ func (Kind) Descriptor() *launcher.Descriptor {
 			LoopFlags:      true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
 			NoDecisions:    "metaharness observes the loop and decides nothing there; pass --decisions observe",
-			Credentials: map[string]string{
-				"operator-login": "on b10x: the loop reads its own key; use api-key or none",
-				"loopback":       "on b10x: the loop reads its own key; use api-key or none",
+			Credentials: map[launcher.Credentials]string{
+				launcher.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
+				launcher.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
 			},
 		},
 		Catalogue: mcpserve.Carriage{NotCarried: "the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex"},

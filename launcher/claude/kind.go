@@ -31,8 +31,8 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
 		RecordFormat: "claude-stream-json",
 		Memory:       memory,
-		Rules: launcher.Rules{Credentials: map[string]string{
-			"operator-login": "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
+		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
+			launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
 		}},
 	}
 }

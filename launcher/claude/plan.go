@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/record"
 )
@@ -30,13 +31,13 @@ var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 
 // Plan builds the claude launch for spec in world. It reads nothing else.
 func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
-	if spec.ModelEndpoint != "" && spec.Credentials != "none" && spec.Credentials != "loopback" {
-		return nil, exit.Refuse("endpoint-with-credential",
+	if spec.ModelEndpoint != "" && spec.Credentials != launcher.CredentialsNone && spec.Credentials != launcher.CredentialsLoopback {
+		return nil, exit.Refuse(RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
 			spec.Credentials, spec.ModelEndpoint)
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse("memory-file-above-cwd",
+		return nil, exit.Refuse(RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -71,14 +72,14 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 	var credHow string
 	switch spec.Credentials {
-	case "api-key":
+	case launcher.CredentialsAPIKey:
 		key, ok := w.Env["ANTHROPIC_API_KEY"]
 		if !ok || key == "" {
-			return nil, exit.Refuse("api-key-missing", "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return nil, exit.Refuse(RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["ANTHROPIC_API_KEY"] = key
 		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
-	case "loopback":
+	case launcher.CredentialsLoopback:
 		if len(w.LoopbackEnv) == 0 {
 			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
 		}
@@ -86,7 +87,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			env[k] = v
 		}
 		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
-	case "none":
+	case launcher.CredentialsNone:
 		if spec.ModelEndpoint != "" {
 			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
 			// A credential is mandatory for Claude Code to send a request; this
@@ -158,7 +159,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 }
 
 func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string) record.Attestation {
-	a := record.Attestation{Mode: spec.Hermetic, Decisions: spec.Decisions}
+	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
 	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
 	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
 	imposed("h1b", "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
@@ -171,7 +172,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		imposed("h5", "--strict-mcp-config and no --mcp-config: no MCP server")
 	}
 	switch spec.Credentials {
-	case "loopback":
+	case launcher.CredentialsLoopback:
 		imposed("h6", "no credential file in the child's config home; the token stays with the loopback proxy")
 	default:
 		imposed("h6", "no credential file is copied into the child's config home")
@@ -181,12 +182,12 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		Kind: "claude", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, &a)
-	if spec.Credentials != "loopback" {
+	if spec.Credentials != launcher.CredentialsLoopback {
 		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: "h12", Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
 	} else {
 		imposed("h12", "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: "+allowed(spec.AllowEgress))
 	}
-	if spec.Decisions == "observe" {
+	if spec.Decisions == frame.ModeObserve {
 		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
 	}
 	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })

@@ -12,9 +12,6 @@ import (
 // A longer one makes execve fail with E2BIG after everything else was set up.
 const MaxArgStrlen = 131072
 
-// argumentTooLong is the refusal code for an argument past MaxArgStrlen.
-const argumentTooLong = "argument-too-long"
-
 // CheckArgSizes measures every argument of a planned launch against
 // MaxArgStrlen and refuses the first that does not fit, naming it (its index
 // in argv and the flag it belongs to, if any), its size, and each context
@@ -26,7 +23,7 @@ func CheckArgSizes(argv []string, files []File) error {
 		if size <= MaxArgStrlen {
 			continue
 		}
-		return exit.Refuse(argumentTooLong,
+		return exit.Refuse(RefuseArgumentTooLong,
 			"argument %d of the launch%s is %d bytes with its terminating NUL, past Linux's limit of %d on one argument (MAX_ARG_STRLEN); %s; shorten the task or declare fewer or smaller --context files",
 			i, argFlag(argv, i), size, MaxArgStrlen, fileSizes(files))
 	}

@@ -42,19 +42,22 @@ const (
 	MaxBytes = 65536
 )
 
-// Refusal codes of --context. Each is exit 2 and names the path.
+// Refusal names of --context, and of a launch past the kernel's limit on
+// one argument (CheckArgSizes). Each is exit 2 and names the path or the
+// argument.
 const (
-	contextNeedsCWD           = "context-needs-cwd"
-	contextTooManyFiles       = "context-too-many-files"
-	contextPathInvalid        = "context-path-invalid"
-	contextPathEscapes        = "context-path-escapes"
-	contextSymlink            = "context-symlink"
-	contextNotRegularFile     = "context-not-regular-file"
-	contextNotUTF8            = "context-not-utf8"
-	contextNotInGitIndex      = "context-not-in-git-index"
-	contextGitIndexUnreadable = "context-git-index-unreadable"
-	contextTooLarge           = "context-too-large"
-	contextUnreadable         = "context-unreadable"
+	RefuseNeedsCWD           exit.Name = "context-needs-cwd"
+	RefuseTooManyFiles       exit.Name = "context-too-many-files"
+	RefusePathInvalid        exit.Name = "context-path-invalid"
+	RefusePathEscapes        exit.Name = "context-path-escapes"
+	RefuseSymlink            exit.Name = "context-symlink"
+	RefuseNotRegularFile     exit.Name = "context-not-regular-file"
+	RefuseNotUTF8            exit.Name = "context-not-utf8"
+	RefuseNotInGitIndex      exit.Name = "context-not-in-git-index"
+	RefuseGitIndexUnreadable exit.Name = "context-git-index-unreadable"
+	RefuseTooLarge           exit.Name = "context-too-large"
+	RefuseUnreadable         exit.Name = "context-unreadable"
+	RefuseArgumentTooLong    exit.Name = "argument-too-long"
 )
 
 // File is one declared --context file as read: the bytes that were
@@ -98,12 +101,12 @@ func Load(cwd string, paths []string) ([]File, error) {
 		return nil, nil
 	}
 	if cwd == "" {
-		return nil, exit.Refuse(contextNeedsCWD,
+		return nil, exit.Refuse(RefuseNeedsCWD,
 			"--context %s: context files are read beneath the --cwd tree and this run has no --cwd; add --cwd DIR naming the repository the files are in, or leave --context out",
 			paths[0])
 	}
 	if len(paths) > MaxFiles {
-		return nil, exit.Refuse(contextTooManyFiles,
+		return nil, exit.Refuse(RefuseTooManyFiles,
 			"%d --context files declared (%s … %s), more than %d; declare at most %d",
 			len(paths), paths[0], paths[len(paths)-1], MaxFiles, MaxFiles)
 	}
@@ -117,7 +120,7 @@ func Load(cwd string, paths []string) ([]File, error) {
 	}
 	dirfd, err := unix.Open(cwd, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, refuseBecause(contextUnreadable, err,
+		return nil, refuseBecause(RefuseUnreadable, err,
 			"--context %s: the --cwd directory %s cannot be opened (%v); name an existing directory with --cwd", paths[0], cwd, err)
 	}
 	defer unix.Close(dirfd)
@@ -142,21 +145,21 @@ func Load(cwd string, paths []string) ([]File, error) {
 func cleanPath(p string) (string, error) {
 	switch {
 	case p == "":
-		return "", exit.Refuse(contextPathInvalid, "--context was given an empty path; name a file relative to --cwd")
+		return "", exit.Refuse(RefusePathInvalid, "--context was given an empty path; name a file relative to --cwd")
 	case strings.IndexByte(p, 0) >= 0:
-		return "", exit.Refuse(contextPathInvalid, "--context %q contains a NUL byte; name a file relative to --cwd", p)
+		return "", exit.Refuse(RefusePathInvalid, "--context %q contains a NUL byte; name a file relative to --cwd", p)
 	case !utf8.ValidString(p):
-		return "", exit.Refuse(contextPathInvalid, "--context %q is not UTF-8; name a file whose path is UTF-8, relative to --cwd", p)
+		return "", exit.Refuse(RefusePathInvalid, "--context %q is not UTF-8; name a file whose path is UTF-8, relative to --cwd", p)
 	case strings.HasPrefix(p, "/"):
-		return "", exit.Refuse(contextPathEscapes, "--context %s is an absolute path; name the file relative to --cwd, without ..", p)
+		return "", exit.Refuse(RefusePathEscapes, "--context %s is an absolute path; name the file relative to --cwd, without ..", p)
 	}
 	for _, part := range strings.Split(p, "/") {
 		if part == ".." {
-			return "", exit.Refuse(contextPathEscapes, "--context %s contains ..; name the file by its path beneath --cwd, without ..", p)
+			return "", exit.Refuse(RefusePathEscapes, "--context %s contains ..; name the file by its path beneath --cwd, without ..", p)
 		}
 	}
 	if strings.HasSuffix(p, "/") {
-		return "", exit.Refuse(contextNotRegularFile, "--context %s ends in /, which names a directory; name a regular file", p)
+		return "", exit.Refuse(RefuseNotRegularFile, "--context %s ends in /, which names a directory; name a regular file", p)
 	}
 	return path.Clean(p), nil
 }
@@ -168,11 +171,11 @@ func checkText(declared string, text []byte) error {
 		r, n := utf8.DecodeRune(text[i:])
 		switch {
 		case r == utf8.RuneError && n == 1:
-			return exit.Refuse(contextNotUTF8,
+			return exit.Refuse(RefuseNotUTF8,
 				"--context %s is not UTF-8 text (invalid byte %#02x at offset %d); only UTF-8 text can be handed to the model, convert the file or leave it out",
 				declared, text[i], i)
 		case r == 0:
-			return exit.Refuse(contextNotUTF8,
+			return exit.Refuse(RefuseNotUTF8,
 				"--context %s is not UTF-8 text (NUL byte at offset %d); only UTF-8 text without NUL can be handed to the model, leave the file out",
 				declared, i)
 		}
@@ -196,24 +199,24 @@ func (l *loader) load(declared, rel string) (File, error) {
 	fd, err := openBeneath(l.dirfd, rel)
 	switch {
 	case errors.Is(err, errSymlink):
-		return File{}, exit.Refuse(contextSymlink,
+		return File{}, exit.Refuse(RefuseSymlink,
 			"--context %s is or passes through a symbolic link beneath --cwd %s; links are never followed, name the file by its real path beneath --cwd",
 			declared, l.cwd)
 	case errors.Is(err, errEscapes):
-		return File{}, exit.Refuse(contextPathEscapes,
+		return File{}, exit.Refuse(RefusePathEscapes,
 			"--context %s resolves outside --cwd %s; name a file beneath --cwd", declared, l.cwd)
 	case err != nil:
-		return File{}, refuseBecause(contextUnreadable, err,
+		return File{}, refuseBecause(RefuseUnreadable, err,
 			"--context %s cannot be opened beneath --cwd %s (%v); name a readable file that exists there", declared, l.cwd, err)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return File{}, refuseBecause(contextUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
+		return File{}, refuseBecause(RefuseUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return File{}, exit.Refuse(contextNotRegularFile,
+		return File{}, exit.Refuse(RefuseNotRegularFile,
 			"--context %s is a %s, not a regular file; name a regular file", declared, fileKind(fi.Mode()))
 	}
 	if err := l.checkIndexed(declared, rel); err != nil {
@@ -226,7 +229,7 @@ func (l *loader) load(declared, rel string) (File, error) {
 	}
 	text, err := io.ReadAll(io.LimitReader(f, int64(room)+1))
 	if err != nil {
-		return File{}, refuseBecause(contextUnreadable, err, "--context %s cannot be read (%v); name a readable regular file", declared, err)
+		return File{}, refuseBecause(RefuseUnreadable, err, "--context %s cannot be read (%v); name a readable regular file", declared, err)
 	}
 	if len(text) > room {
 		return File{}, l.tooLarge(declared, int64(len(text)), pathBytes)
@@ -240,7 +243,7 @@ func (l *loader) load(declared, rel string) (File, error) {
 }
 
 func (l *loader) tooLarge(declared string, size int64, pathBytes int) error {
-	return exit.Refuse(contextTooLarge,
+	return exit.Refuse(RefuseTooLarge,
 		"--context %s (at least %d bytes of content and %d of rendered path) brings the declared files past %d bytes of content and rendered path together (%d used by the files before it); declare fewer or smaller files",
 		declared, size, pathBytes, MaxBytes, MaxBytes-l.budget)
 }
@@ -251,27 +254,27 @@ func (l *loader) checkIndexed(declared, rel string) error {
 	if l.index == nil {
 		repo, err := gitindex.FindRepo(l.cwd)
 		if errors.Is(err, gitindex.ErrNoRepo) {
-			return exit.Refuse(contextNotInGitIndex,
+			return exit.Refuse(RefuseNotInGitIndex,
 				"--context %s: --cwd %s is not in a git repository (%v); context files must be named by git's index, run the session in a repository and git add the file",
 				declared, l.cwd, err)
 		}
 		if err != nil {
-			return refuseBecause(contextGitIndexUnreadable, err,
+			return refuseBecause(RefuseGitIndexUnreadable, err,
 				"--context %s: the git repository that holds --cwd %s cannot be found (%v); repair its .git gitfile or directory", declared, l.cwd, err)
 		}
 		ix, err := gitindex.Load(repo)
 		if err != nil {
-			return refuseBecause(contextGitIndexUnreadable, err,
+			return refuseBecause(RefuseGitIndexUnreadable, err,
 				"--context %s: git's index of the repository at %s cannot be read (%v); repair it and run again", declared, repo.Root, err)
 		}
 		l.repo, l.index = repo, ix
 	}
 	name, err := l.repo.PathOf(l.cwd, rel)
 	if err != nil {
-		return refuseBecause(contextGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
+		return refuseBecause(RefuseGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
 	}
 	if !l.index.Has(name) {
-		return exit.Refuse(contextNotInGitIndex,
+		return exit.Refuse(RefuseNotInGitIndex,
 			"--context %s (%s in the repository at %s) is not named in git's index; only files git tracks can be handed over, git add it or leave it out",
 			declared, name, l.repo.Root)
 	}
@@ -280,7 +283,7 @@ func (l *loader) checkIndexed(declared, rel string) error {
 
 // refuseBecause is a refusal whose message already says err in its
 // place (before the remedy) and that keeps err as its cause.
-func refuseBecause(name string, err error, format string, args ...any) error {
+func refuseBecause(name exit.Name, err error, format string, args ...any) error {
 	r := exit.Refuse(name, format, args...)
 	r.Err = err
 	return r

@@ -80,7 +80,7 @@ func testTree(t *testing.T) string {
 	return dir
 }
 
-func wantRefusal(t *testing.T, err error, code string, inMessage ...string) {
+func wantRefusal(t *testing.T, err error, code exit.Name, inMessage ...string) {
 	t.Helper()
 	var r *exit.Refusal
 	if !errors.As(err, &r) {
@@ -102,7 +102,7 @@ func TestLoadRefusals(t *testing.T) {
 		name  string
 		cwd   string // relative to the tree; "-" for no --cwd
 		paths []string
-		code  string
+		code  exit.Name
 		say   []string
 	}{
 		{"no --cwd", "-", []string{"ok.md"}, "context-needs-cwd", []string{"ok.md", "--cwd DIR"}},
@@ -144,7 +144,7 @@ func TestLoadRefusals(t *testing.T) {
 					t.Errorf("refused load returned files: %+v", files)
 				}
 				wantRefusal(t, err, c.code, c.say...)
-				if got := exit.Line(err); !strings.HasPrefix(got, "metaharness: "+c.code+": ") {
+				if got := exit.Line(err); !strings.HasPrefix(got, "metaharness: "+string(c.code)+": ") {
 					t.Errorf("stderr line %q", got)
 				}
 			})

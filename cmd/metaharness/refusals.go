@@ -1,0 +1,15 @@
+package main
+
+import "github.com/metaharness/metaharness/exit"
+
+// Refusal names of the verbs' own flags (exit 2); the rest come from the
+// packages a verb calls.
+const (
+	RefuseToUnsupported      exit.Name = "to-unsupported"
+	RefuseViewerColumnCount  exit.Name = "viewer-column-count"
+	RefuseFromFormatUnknown  exit.Name = "from-format-unknown"
+	RefuseOutputFile         exit.Name = "output-file"
+	RefuseLiveUnavailable    exit.Name = "live-unavailable"
+	RefuseLiveRunRefused     exit.Name = "live-run-refused"
+	RefuseNotInThisMilestone exit.Name = "not-in-this-milestone"
+)

@@ -1,0 +1,39 @@
+package launcher
+
+import "github.com/metaharness/metaharness/exit"
+
+// Refusal names of a run (exit 2). A kind's own are in launcher/<kind>.
+const (
+	// CheckSpec: a flag the kind cannot honour, or a combination that
+	// cannot mean what it says.
+	RefuseNoPrompt                   exit.Name = "no-prompt"
+	RefuseB10xOnlyFlag               exit.Name = "b10x-only-flag"
+	RefuseAddDirDenied               exit.Name = "add-dir-denied"
+	RefuseScratchCWDNeedsCWD         exit.Name = "scratch-cwd-needs-cwd"
+	RefuseToolSurfaceUnsupported     exit.Name = "tool-surface-unsupported"
+	RefuseDecisionsUnsupported       exit.Name = "decisions-unsupported"
+	RefuseCredentialsUnsupported     exit.Name = "credentials-unsupported"
+	RefuseTokenSourceConflict        exit.Name = "token-source-conflict"
+	RefuseTokenSourceWithoutLoopback exit.Name = "token-source-without-loopback"
+	RefuseAllowEgressNeedsLoopback   exit.Name = "allow-egress-needs-loopback"
+	RefuseOutputFinalNeedsEvents     exit.Name = "output-final-needs-events"
+	RefuseURLInvalid                 exit.Name = "url-invalid"
+	RefuseURLNotHTTPS                exit.Name = "url-not-https"
+
+	// Before anything starts: the world does not allow the run.
+	RefuseCWDNotADirectory    exit.Name = "cwd-not-a-directory"
+	RefuseDecisionsUnverified exit.Name = "decisions-unverified"
+	RefuseAttestationFile     exit.Name = "attestation-file"
+	RefuseRetainDir           exit.Name = "retain-dir"
+	RefuseEventsFile          exit.Name = "events-file"
+	RefuseVendorNotFound      exit.Name = "vendor-not-found"
+	RefuseVersionUnknown      exit.Name = "version-unknown"
+	RefuseVersionOffPin       exit.Name = "version-off-pin"
+
+	// Setting the run up failed.
+	RefuseScratchUnavailable exit.Name = "scratch-unavailable"
+	RefuseScratchWrite       exit.Name = "scratch-write"
+	RefuseMemoryWalk         exit.Name = "memory-walk"
+	RefuseDecisionSocket     exit.Name = "decision-socket"
+	RefuseSpawn              exit.Name = "spawn"
+)
