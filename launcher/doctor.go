@@ -22,76 +22,137 @@ type FlagProber interface {
 	ProbeFlags(ctx context.Context, binary, callerHome, scratch string) (checked, faults []string, err error)
 }
 
+// Verdict is a check's outcome in doctor's report.
+type Verdict string
+
+const (
+	OK   Verdict = "ok"
+	Warn Verdict = "warn" // not a fault: something doctor could not check, said so
+	Fail Verdict = "fail" // a launch now would not be clean
+)
+
+// Check is one line of doctor's report, SPEC §3.3's
+// `ok|warn|fail <check>: <reason>`.
+type Check struct {
+	Verdict Verdict
+	Name    string
+	Reason  string
+}
+
+func (c Check) String() string { return string(c.Verdict) + " " + c.Name + ": " + c.Reason }
+
 // Doctor answers, before any run, whether a launch of k would be clean: the
-// binary on the child's PATH, its version against the pin, the launch's
-// flags (when the kind can probe them) and a loopback bind. It prints one
-// line per fact. Exit 0: all clean; 1: answered, but a launch now would not
-// be clean; 2: the binary is missing or gives no version.
+// binary on the child's PATH, its version against the pin, whether the
+// kind's run is built and the launch's flags (when the kind can probe
+// them), a loopback bind. It prints one Check per line. Exit 0: no check
+// failed; 1: one did (a launch now would not be clean, or would be
+// refused); 2: doctor itself could not work (no scratch directory).
 func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit.Code, error) {
+	checks, err := doctorChecks(ctx, k, callerHome)
+	if err != nil {
+		return exit.Refused, err
+	}
+	code := exit.OK
+	var b strings.Builder
+	for _, c := range checks {
+		if c.Verdict == Fail {
+			code = exit.Gap
+		}
+		b.WriteString(c.String() + "\n")
+	}
+	_, err = io.WriteString(out, b.String())
+	return code, err
+}
+
+func doctorChecks(ctx context.Context, k Kind, callerHome string) ([]Check, error) {
 	d := k.Descriptor()
-	caps := d.Capabilities
-	kind, pins := d.Name, strings.Join(caps.VersionsPinned, ", ")
+	pins := strings.Join(d.Capabilities.VersionsPinned, ", ")
+	var checks []Check
+	add := func(s Verdict, name, format string, args ...any) {
+		checks = append(checks, Check{s, name, fmt.Sprintf(format, args...)})
+	}
 	childPath := ChildPath(callerHome)
 	binary, err := LookPath(d.Binary, childPath)
 	if err != nil {
-		return exit.Refused, exit.Refuse(RefuseVendorNotFound, "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, pins)
+		add(Fail, "binary", "%s", vendorMissing(d, err))
+	} else {
+		add(OK, "binary", "%s, found on the child's PATH %s", binary, childPath)
 	}
+	_, runner := k.(Runner)
+	if !runner {
+		add(Fail, "run", "run %s is not built yet, so a launch now is refused (not-built) and there is no launch whose flags to put to %s", d.Name, d.Binary)
+	}
+	if binary != "" {
+		more, err := binaryChecks(ctx, k, binary, childPath, callerHome, pins, runner)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, more...)
+	}
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		add(Fail, "loopback", "cannot bind 127.0.0.1 for the loopback proxy: %v", err)
+	} else {
+		add(OK, "loopback", "the proxy can bind %s", ln.Addr())
+		_ = ln.Close()
+	}
+	return checks, nil
+}
+
+// binaryChecks asks the binary found: its version against the pin, and, for
+// a built run whose kind can probe them, the launch's flags.
+func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pins string, runner bool) ([]Check, error) {
+	var checks []Check
 	scratch, err := os.MkdirTemp("", "mh-doctor-")
 	if err != nil {
-		return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
 	}
 	defer os.RemoveAll(scratch)
 	home := filepath.Join(scratch, "version-home")
 	if err := os.Mkdir(home, 0o700); err != nil {
-		return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor in %s", scratch)
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor in %s", scratch)
 	}
 	version, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
-	if err != nil {
-		return exit.Refused, exit.Wrap(RefuseVersionUnknown, err, "the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+	switch {
+	case err != nil:
+		checks = append(checks, Check{Fail, "version", fmt.Sprintf("the version of %s could not be read (%v), so it cannot be held to the pin (%s)", binary, err, pins)})
+	case slices.Contains(k.Descriptor().Capabilities.VersionsPinned, version):
+		checks = append(checks, Check{OK, "version", fmt.Sprintf("%s, on the adapter's pin (%s)", version, pins)})
+	default:
+		checks = append(checks, Check{Fail, "version", fmt.Sprintf("%s is OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it", version, pins)})
 	}
-	faults := 0
-	var b strings.Builder
-	if slices.Contains(caps.VersionsPinned, version) {
-		fmt.Fprintf(&b, "%s: %s %s — on the adapter's pin (%s)\n", kind, binary, version, pins)
-	} else {
-		faults++
-		fmt.Fprintf(&b, "%s: %s %s — OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it\n", kind, binary, version, pins)
+	if !runner {
+		return checks, nil
 	}
-	if p, ok := k.(FlagProber); ok {
-		probe := filepath.Join(scratch, "probe")
-		if err := os.Mkdir(probe, 0o700); err != nil {
-			return exit.Refused, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch directory for the flag probe in %s", scratch)
+	p, ok := k.(FlagProber)
+	if !ok {
+		return append(checks, Check{Warn, "flags", fmt.Sprintf("not checked: %s has no way to put the launch's flags to %s without a session", k.Descriptor().Name, binary)}), nil
+	}
+	probe := filepath.Join(scratch, "probe")
+	if err := os.Mkdir(probe, 0o700); err != nil {
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch directory for the flag probe in %s", scratch)
+	}
+	checked, bad, err := p.ProbeFlags(ctx, binary, callerHome, probe)
+	switch {
+	case err != nil:
+		checks = append(checks, Check{Fail, "flags", fmt.Sprintf("the probe could not run: %v", err)})
+	case len(bad) == 0:
+		checks = append(checks, Check{OK, "flags", fmt.Sprintf("%s takes every flag the launch uses (%s)", binary, strings.Join(checked, " "))})
+	default:
+		for _, f := range bad {
+			checks = append(checks, Check{Fail, "flags", f})
 		}
-		checked, bad, err := p.ProbeFlags(ctx, binary, callerHome, probe)
-		switch {
-		case err != nil:
-			faults++
-			fmt.Fprintf(&b, "flags: FAULT: the probe could not run: %v\n", err)
-		case len(bad) == 0:
-			fmt.Fprintf(&b, "flags: %s takes every flag the launch uses (%s)\n", binary, strings.Join(checked, " "))
-		default:
-			for _, f := range bad {
-				faults++
-				fmt.Fprintf(&b, "flags: FAULT: %s\n", f)
-			}
-		}
-	} else {
-		fmt.Fprintf(&b, "flags: not checked: `run %s` is not built, so there is no launch whose flags to put to %s\n", kind, binary)
 	}
-	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		faults++
-		fmt.Fprintf(&b, "loopback: FAULT: cannot bind 127.0.0.1 for the loopback proxy: %v\n", err)
-	} else {
-		fmt.Fprintf(&b, "loopback: the proxy can bind %s\n", ln.Addr())
-		_ = ln.Close()
-	}
-	code := exit.OK
-	if faults > 0 {
-		code = exit.Gap
-		fmt.Fprintf(&b, "doctor: %d fault(s): a launch now would not be clean (exit 1)\n", faults)
-	} else {
-		fmt.Fprintf(&b, "doctor: a launch of %s now would be clean (exit 0)\n", kind)
-	}
-	_, err = io.WriteString(out, b.String())
-	return code, err
+	return checks, nil
+}
+
+// vendorMissing says that the kind's binary is not on the child's PATH
+// and how to put it there.
+func vendorMissing(d *Descriptor, err error) string {
+	return fmt.Sprintf("%v; %s", err, d.Install)
+}
+
+// VendorNotFound is the run's refusal when the kind's binary is not on the
+// child's PATH, with the same fix doctor prints.
+func VendorNotFound(d *Descriptor, err error) error {
+	return exit.Refuse(RefuseVendorNotFound, "%s", vendorMissing(d, err))
 }

@@ -30,6 +30,9 @@ type Descriptor struct {
 	Name string
 	// Binary is the vendor program looked up on the child's PATH.
 	Binary string
+	// Install says how to put the pinned Binary where the child's PATH
+	// finds it: the fix doctor and the vendor-not-found refusal print.
+	Install string
 	// Capabilities is what `capabilities NAME` prints; the run refuses what
 	// it does not honour.
 	Capabilities *Capabilities

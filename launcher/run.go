@@ -248,7 +248,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	}
 	childPath := ChildPath(r.io.Env["HOME"])
 	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
-		return exit.Refused, exit.Refuse(RefuseVendorNotFound, "%s; install the pinned version (%s) there, for example into ~/.local/bin", err, strings.Join(r.caps.VersionsPinned, ", "))
+		return exit.Refused, VendorNotFound(r.d, err)
 	}
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return exit.Refused, err

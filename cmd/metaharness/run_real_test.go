@@ -632,7 +632,7 @@ func TestDoctorRealClaude(t *testing.T) {
 	if err != nil {
 		t.Fatalf("doctor claude: %v\n%s", err, out)
 	}
-	for _, want := range []string{"2.1.328 — on the adapter's pin", "takes every flag the launch uses", "--max-turns", "would be clean (exit 0)"} {
+	for _, want := range []string{"\nok version: 2.1.328, on the adapter's pin", "\nok flags: ", "takes every flag the launch uses", "--max-turns"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
 		}
@@ -668,8 +668,8 @@ func TestConformanceLiveRealClaude(t *testing.T) {
 }
 
 // TestDoctorRealCodex: the pinned Codex is found on the child's PATH and
-// held to its pin; with no codex launch built, its flags are not checked,
-// and doctor says so rather than pass them.
+// held to its pin; with no codex launch built, doctor fails the run check
+// (exit 1) rather than call a launch clean.
 func TestDoctorRealCodex(t *testing.T) {
 	codex := vendortest.Binary(t, "codex")
 	o := newOperator(t, "unused")
@@ -677,10 +677,10 @@ func TestDoctorRealCodex(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := o.metaharness("doctor", "codex")
-	if err != nil {
-		t.Fatalf("doctor codex: %v\n%s", err, out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("doctor codex: %v, want exit 1 (its run is not built)\n%s", err, out)
 	}
-	for _, want := range []string{"0.169.0 — on the adapter's pin (0.169.0)", "flags: not checked: `run codex` is not built"} {
+	for _, want := range []string{"\nok version: 0.169.0, on the adapter's pin (0.169.0)", "\nfail run: run codex is not built yet"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
 		}

@@ -53,6 +53,7 @@ var _ launcher.Kind = Kind{}
 func (Kind) Descriptor() *launcher.Descriptor {
 	return &launcher.Descriptor{
 		Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities(),
+		Install: "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
 		// The loop reads CLAUDE.md and AGENTS.md.
 		Memory: attest.Memory{Shapes: []string{"CLAUDE.md", "AGENTS.md"}},
 		Rules: launcher.Rules{

@@ -27,6 +27,7 @@ var (
 func (Kind) Descriptor() *launcher.Descriptor {
 	return &launcher.Descriptor{
 		Name: "claude", Binary: "claude", Capabilities: Capabilities(),
+		Install:        "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Claude Code (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel,
 		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
 		RecordFormat: "claude-stream-json",

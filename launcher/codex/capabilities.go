@@ -60,6 +60,7 @@ var _ launcher.Kind = Kind{}
 func (Kind) Descriptor() *launcher.Descriptor {
 	return &launcher.Descriptor{
 		Name: "codex", Binary: "codex", Capabilities: Capabilities(),
+		Install:  "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Codex's native binary (" + Pin + ") into ~/.local/bin",
 		Upstream: "https://api.openai.com", TokenEnv: "OPENAI_API_KEY",
 		// Codex reads AGENTS.md and AGENTS.override.md; the seed adds
 		// CLAUDE.md. Nothing keeps those above the cwd out of its loader.
