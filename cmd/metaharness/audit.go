@@ -2,8 +2,13 @@ package main
 
 import "github.com/metaharness/metaharness/exit"
 
+// auditCmd takes the flags an audit of a foreign transcript will take, so
+// that a misspelt one is a usage error like on every verb.
 type auditCmd struct {
-	Args []string `arg:"" optional:"" passthrough:"" help:"The verb's flags."`
+	Transcript string  `placeholder:"FILE" help:"The vendor transcript to audit." type:"path"`
+	Events     string  `placeholder:"FILE" help:"The run's event stream." type:"path"`
+	Spec       string  `placeholder:"FILE" help:"The document an external auditor checks the transcript against." type:"path"`
+	Auditor    *string `placeholder:"PREFIX" help:"An external auditor: an argv prefix."`
 }
 
 // audit refuses by design: a floor verdict compares the record with the

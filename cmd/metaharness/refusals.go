@@ -12,4 +12,6 @@ const (
 	RefuseLiveUnavailable    exit.Name = "live-unavailable"
 	RefuseLiveRunRefused     exit.Name = "live-run-refused"
 	RefuseNotInThisMilestone exit.Name = "not-in-this-milestone"
+	RefusePromptTwice        exit.Name = "prompt-twice"
+	RefuseStrayArguments     exit.Name = "stray-arguments"
 )

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -56,7 +57,10 @@ type runCmd struct {
 
 	B10x b10xFlags `embed:"" group:"b10x only (refused on claude and codex)"`
 
-	Rest []string `arg:"" optional:"" passthrough:"" help:"After --: the task as the last argument (when -p is not given), and the auditor's pass-through arguments."`
+	// Rest is partial passthrough: an unknown flag is a usage error, and
+	// the first positional ends the flags. Only what follows -- is meant to
+	// be here; anything else is refused by trailing.
+	Rest []string `arg:"" optional:"" passthrough:"partial" help:"After --: the task as the last argument (when -p is not given), and the auditor's pass-through arguments."`
 }
 
 // b10xFlags reach the beyond10x loop only; on claude and codex each is
@@ -101,17 +105,11 @@ func (h *hermeticFlag) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
-// spec maps the flags onto the launcher's Spec. Trailing arguments after --
-// are the auditor's; without -p the last of them is the task, which is how
-// an embedder that appends the prompt to a fixed argv calls us.
-func (c *runCmd) spec() *launcher.Spec {
-	rest := c.Rest
-	if len(rest) > 0 && rest[0] == "--" {
-		rest = rest[1:]
-	}
-	prompt := c.Prompt
-	if prompt == "" && len(rest) > 0 {
-		prompt, rest = rest[len(rest)-1], rest[:len(rest)-1]
+// spec maps the flags onto the launcher's Spec.
+func (c *runCmd) spec() (*launcher.Spec, error) {
+	prompt, auditorArgs, err := c.trailing()
+	if err != nil {
+		return nil, err
 	}
 	b := c.B10x
 	return &launcher.Spec{
@@ -123,7 +121,7 @@ func (c *runCmd) spec() *launcher.Spec {
 		Effort: c.Effort, MaxTurns: c.MaxTurns, MaxBudgetUSD: c.MaxBudgetUSD,
 		Cwd: c.Cwd, ScratchCwd: c.ScratchCwd, Context: c.Context,
 		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
-		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: rest,
+		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
 		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
 		B10x: launcher.B10xSpec{
@@ -133,11 +131,53 @@ func (c *runCmd) spec() *launcher.Spec {
 			SubscriptionTokenFile: b.SubscriptionTokenFile, SubscriptionTokenEnv: b.SubscriptionTokenEnv,
 			SubscriptionTokenPointer: b.SubscriptionTokenPointer, APIKeySecret: b.APIKeySecret,
 		},
+	}, nil
+}
+
+// trailing reads what follows the flags. Only what comes after -- passes
+// through: the auditor's arguments and, without -p, the task as the last of
+// them, which is how an embedder that appends the prompt to a fixed argv
+// calls us. Whatever would be silently dropped is refused instead: a word
+// before --, a trailing task beside -p, arguments no --auditor takes.
+func (c *runCmd) trailing() (prompt string, auditorArgs []string, err error) {
+	rest := c.Rest
+	if len(rest) == 0 {
+		return c.Prompt, nil, nil
 	}
+	if rest[0] != "--" {
+		return "", nil, exit.Refuse(exit.RefuseUsage, "%q is not a flag of run and comes before --; only what follows -- passes through: give the task with -p TEXT or as the last argument after --", rest[0])
+	}
+	rest = rest[1:]
+	if c.Prompt != "" {
+		if c.Auditor == nil && len(rest) > 0 {
+			return "", nil, exit.Refuse(RefusePromptTwice, "-p %q and %s after -- both give the task, and no --auditor takes pass-through arguments; keep one of them", c.Prompt, quoted(rest))
+		}
+		return c.Prompt, rest, nil
+	}
+	if len(rest) == 0 {
+		return "", nil, nil
+	}
+	prompt, rest = rest[len(rest)-1], rest[:len(rest)-1]
+	if c.Auditor == nil && len(rest) > 0 {
+		return "", nil, exit.Refuse(RefuseStrayArguments, "%s after -- would reach no one: without --auditor only the last argument after -- is read, as the task (%q); drop them, or add --auditor PREFIX --spec FILE to pass them to an auditor", quoted(rest), prompt)
+	}
+	return prompt, rest, nil
+}
+
+// quoted lists arguments as Go strings: "a" "b".
+func quoted(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = fmt.Sprintf("%q", a)
+	}
+	return strings.Join(q, " ")
 }
 
 func (c *runCmd) run(e *env) (exit.Code, error) {
-	spec := c.spec()
+	spec, err := c.spec()
+	if err != nil {
+		return exit.Refused, err
+	}
 	kind, _ := kinds.Lookup(spec.Kind) // the enum admits only the table's kinds
 	self, err := selfPath()
 	if err != nil {

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/metaharness/metaharness/exit"
+)
+
+// model is the CLI's own kong model, as Main builds it.
+func model(t *testing.T) *kong.Application {
+	t.Helper()
+	p, err := kong.New(&cli{}, kong.Name("metaharness"), vars())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Model
+}
+
+// positionals fills a verb's positional arguments with values it accepts.
+func positionals(n *kong.Node) []string {
+	var args []string
+	for _, p := range n.Positional {
+		if p.Passthrough {
+			continue
+		}
+		v := "x"
+		if e := p.Tag.Enum; e != "" {
+			v = strings.Split(p.Enum, ",")[0]
+		}
+		args = append(args, v)
+	}
+	return args
+}
+
+// TestEveryVerbRefusesAnUnknownFlag: on every verb of the model (hidden ones
+// too), an unknown flag before -- is a usage error naming it, wherever it
+// stands among the arguments; nothing swallows it.
+func TestEveryVerbRefusesAnUnknownFlag(t *testing.T) {
+	for _, n := range model(t).Leaves(true) {
+		verb := n.Path()
+		pos := positionals(n)
+		for _, args := range [][]string{
+			append([]string{verb, "--no-such-flag"}, pos...),
+			append(append([]string{verb}, pos...), "--no-such-flag"),
+			append(append([]string{verb}, pos...), "--no-such-flag=1", "--"),
+		} {
+			var stdout, stderr bytes.Buffer
+			code := Main(args, nil, &stdout, &stderr, func(string) string { return "" })
+			want := "metaharness: usage: unknown flag --no-such-flag"
+			if code != exit.Refused || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line starting %q", args, code, stderr.String(), want)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("%q wrote stdout: %q", args, stdout.String())
+			}
+		}
+	}
+}
