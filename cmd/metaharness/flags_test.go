@@ -60,3 +60,16 @@ func TestEveryVerbRefusesAnUnknownFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestNoFlagSplitsOnCommas: kong splits a repeatable flag's value on commas
+// unless told not to, which would make `--context a,b.md` two files. Every
+// repeatable flag of every verb takes each value whole.
+func TestNoFlagSplitsOnCommas(t *testing.T) {
+	for _, n := range model(t).Leaves(true) {
+		for _, f := range n.Flags {
+			if f.IsSlice() && f.Tag.Sep != -1 {
+				t.Errorf("%s --%s splits its value on %q: tag it sep:\"none\"", n.Path(), f.Name, f.Tag.Sep)
+			}
+		}
+	}
+}

@@ -23,7 +23,7 @@ type loopbackCmd struct {
 	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
 	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
 	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
-	AllowEgress  []string `name:"allow-egress" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
+	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
 }
 
 // loopbackStarted is the one line printed once the proxy listens: what an

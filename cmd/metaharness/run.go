@@ -29,12 +29,12 @@ type runCmd struct {
 	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: the frame, the embedder on stdin (ask), or nobody (observe)."`
 	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native: the vendor's own tools; owned: only metaharness's server (the default with --catalogue)."`
 	Catalogue   string               `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
-	AllowProg   []string             `name:"allow-program" help:"A program the owned surface's run entry may start (repeatable)."`
+	AllowProg   []string             `name:"allow-program" sep:"none" help:"A program the owned surface's run entry may start (repeatable)."`
 
 	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
 	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
 	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
-	AllowEgress   []string             `help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
+	AllowEgress   []string             `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
 	Model         string               `help:"The model name passed to the vendor."`
 	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
 	Effort        string               `help:"The vendor's effort level."`
@@ -43,7 +43,7 @@ type runCmd struct {
 
 	Cwd        string   `help:"Run the child in this tree (it may write there); trades the H7 and H11 rows." type:"path"`
 	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
-	Context    []string `help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
+	Context    []string `sep:"none" help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
 
 	StrictVersion bool            `help:"Refuse before the spawn when the vendor binary is off the pin."`
 	RetainDir     string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
@@ -52,8 +52,8 @@ type runCmd struct {
 	Output        launcher.Output `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
 	Events        string          `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
-	PluginDir     []string        `help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
-	AddDir        []string        `hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
+	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
+	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
 	B10x b10xFlags `embed:"" group:"b10x only (refused on claude and codex)"`
 
@@ -73,9 +73,9 @@ type b10xFlags struct {
 	CgroupRoot               string   `help:"b10x: the cgroup root for confinement."`
 	Toolchain                string   `help:"b10x: the toolchain to expose."`
 	Prices                   string   `help:"b10x: a price table."`
-	WriteScope               []string `help:"b10x: GLOB=allowed|partial-only|denied (repeatable)."`
+	WriteScope               []string `sep:"none" help:"b10x: GLOB=allowed|partial-only|denied (repeatable)."`
 	ScopeAnnounce            string   `help:"b10x: stated or silent."`
-	ProcessWriteSubtree      []string `help:"b10x: a directory confined processes may write (repeatable)."`
+	ProcessWriteSubtree      []string `sep:"none" help:"b10x: a directory confined processes may write (repeatable)."`
 	ModelWire                string   `help:"b10x: openai-responses or anthropic-messages."`
 	SubscriptionTokenFile    string   `help:"b10x: a subscription token file."`
 	SubscriptionTokenEnv     string   `help:"b10x: a subscription token variable."`

@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -57,6 +58,7 @@ const (
 	RefuseGitIndexUnreadable exit.Name = "context-git-index-unreadable"
 	RefuseTooLarge           exit.Name = "context-too-large"
 	RefuseUnreadable         exit.Name = "context-unreadable"
+	RefuseDuplicate          exit.Name = "context-duplicate"
 	RefuseArgumentTooLong    exit.Name = "argument-too-long"
 )
 
@@ -115,6 +117,9 @@ func Load(cwd string, paths []string) ([]File, error) {
 		rel, err := cleanPath(p)
 		if err != nil {
 			return nil, err
+		}
+		if j := slices.Index(rels[:i], rel); j >= 0 {
+			return nil, exit.Refuse(RefuseDuplicate, "--context %s and --context %s name the same file, %s; declare each file once", paths[j], p, rel)
 		}
 		rels[i] = rel
 	}

@@ -128,6 +128,7 @@ func TestLoadRefusals(t *testing.T) {
 		{"NUL byte", ".", []string{"nul.txt"}, "context-not-utf8", []string{"nul.txt", "NUL", "offset 1"}},
 		{"untracked", ".", []string{"untracked.md"}, "context-not-in-git-index", []string{"untracked.md", "git add"}},
 		{"untracked, from a subdirectory --cwd", "docs", []string{"untracked.md"}, "context-not-in-git-index", []string{"docs/untracked.md"}},
+		{"the same file twice", ".", []string{"ok.md", "docs/b.md", "./ok.md"}, "context-duplicate", []string{"ok.md and --context ./ok.md name the same file", "once"}},
 		{"missing", ".", []string{"missing.md"}, "context-unreadable", []string{"missing.md", "exists"}},
 		{"a file used as a directory", ".", []string{"ok.md/x"}, "context-unreadable", []string{"ok.md/x"}},
 		{"--cwd that does not exist", "nowhere", []string{"ok.md"}, "context-unreadable", []string{"nowhere"}},
