@@ -8,11 +8,21 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/metaharness/metaharness/conformance/fakevendor"
 )
 
-// TestMain lets the test binary stand in for metaharness inside scripts.
+// TestMain lets the test binary stand in for metaharness inside scripts,
+// for the vendors (`vendor claude` puts the stand-in where a run looks for
+// it; conformance/fakevendor) and for an embedder answering a run's stream
+// on its stdin.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"metaharness": main})
+	testscript.Main(m, map[string]func(){
+		"metaharness": main,
+		"claude":      fakevendor.ClaudeMain,
+		"codex":       fakevendor.CodexMain,
+		"embedder":    embedderMain,
+	})
 }
 
 // TestScripts runs the CLI cases in testdata/script: exit codes, refusal
@@ -21,7 +31,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd},
 		Setup: func(env *testscript.Env) error {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")

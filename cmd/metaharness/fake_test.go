@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// vendorCmd is the script command `vendor NAME…`: it puts the test binary
+// at $HOME/.local/bin/NAME, where a run looks its vendor up, so that it
+// runs as the stand-in TestMain registers under that name
+// (conformance/fakevendor). A hard link where it can, else a copy: the
+// child may be confined to see the vendor binary and not what a symbolic
+// link points at.
+func vendorCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: vendor NAME...")
+	}
+	self, err := os.Executable()
+	ts.Check(err)
+	bin := filepath.Join(ts.Getenv("HOME"), ".local", "bin")
+	ts.Check(os.MkdirAll(bin, 0o755))
+	for _, name := range args {
+		dst := filepath.Join(bin, name)
+		if err := os.Link(self, dst); err == nil {
+			continue
+		}
+		ts.Check(copyExecutable(self, dst))
+	}
+}
+
+func copyExecutable(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// embedderMain is the program `embedder RULE… -- PROGRAM ARGS…`: an
+// embedder that runs PROGRAM (metaharness), passes its stdout and stderr
+// through, and answers its event stream on its stdin, one rule after the
+// other. A rule is EVENT=ACTION: when the next event named EVENT arrives
+// (for tool.requested, the next that requires a decision, which is the
+// call waiting at its seam), ACTION is done:
+//
+//	allow, deny:REASON   a tool.decide for that event's call
+//	interrupt, halt      that command
+//	SIGTERM, SIGINT      that signal to PROGRAM
+//
+// stdin stays open until PROGRAM's stdout ends, then it is closed; the
+// embedder exits with PROGRAM's status.
+func embedderMain() {
+	os.Exit(embedder(os.Args[1:]))
+}
+
+func embedder(args []string) int {
+	var rules [][2]string
+	for len(args) > 0 && args[0] != "--" {
+		event, action, ok := strings.Cut(args[0], "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "embedder: rule %q is not EVENT=ACTION\n", args[0])
+			return 2
+		}
+		rules = append(rules, [2]string{event, action})
+		args = args[1:]
+	}
+	if len(args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: embedder RULE... -- PROGRAM ARGS...")
+		return 2
+	}
+	cmd := exec.Command(args[1], args[2:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "embedder:", err)
+		return 2
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "embedder:", err)
+		return 2
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "embedder:", err)
+		return 2
+	}
+	sent := 0
+	br := bufio.NewReaderSize(stdout, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		os.Stdout.Write(line)
+		if len(rules) > 0 {
+			if done := answer(line, rules[0], stdin, cmd.Process, &sent); done {
+				rules = rules[1:]
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "embedder:", err)
+		return 2
+	}
+	if len(rules) > 0 {
+		fmt.Fprintf(os.Stderr, "embedder: %d rule(s) never fired, the first %s=%s\n", len(rules), rules[0][0], rules[0][1])
+	}
+	return 0
+}
+
+// answer applies rule to one event line and reports whether it fired.
+func answer(line []byte, rule [2]string, stdin io.Writer, p *os.Process, sent *int) bool {
+	var ev struct {
+		Event            string `json:"event"`
+		CallID           string `json:"call_id"`
+		DecisionRequired bool   `json:"decision_required"`
+	}
+	if json.Unmarshal(line, &ev) != nil || ev.Event != rule[0] || (ev.Event == "tool.requested" && !ev.DecisionRequired) {
+		return false
+	}
+	action := rule[1]
+	*sent++
+	id := fmt.Sprintf("embedder-%d", *sent)
+	var cmd map[string]any
+	switch {
+	case action == "SIGTERM":
+		_ = p.Signal(syscall.SIGTERM)
+		return true
+	case action == "SIGINT":
+		_ = p.Signal(syscall.SIGINT)
+		return true
+	case action == "interrupt" || action == "halt":
+		cmd = map[string]any{"command": action, "reason": nil}
+	case action == "allow" || strings.HasPrefix(action, "deny:"):
+		d := map[string]any{"decision": "allow"}
+		if reason, ok := strings.CutPrefix(action, "deny:"); ok {
+			d = map[string]any{"decision": "deny", "reason": reason}
+		}
+		cmd = map[string]any{"command": "tool.decide", "call_id": ev.CallID, "decision": d}
+	default:
+		fmt.Fprintf(os.Stderr, "embedder: no action %q\n", action)
+		return true
+	}
+	cmd["format"], cmd["id"] = "metaharness.command/1", id
+	b, _ := json.Marshal(cmd)
+	_, _ = stdin.Write(append(b, '\n'))
+	return true
+}
