@@ -338,8 +338,11 @@ func (a *Auditor) Run(ctx context.Context, transcript string, stderr io.Writer) 
 	rows := &rowCounter{}
 	cmd.Stdout = rows
 	cmd.Stderr = stderr
-	// A grandchild that keeps stdout open must not hold the run forever.
+	// A grandchild that keeps stdout open must not hold the run forever,
+	// and a cut short auditor takes its whole process group with it.
 	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	err := cmd.Run()
 	rows.flush()
 	if ctx.Err() != nil {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -31,7 +32,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd, "seqfile": seqfile},
 		Setup: func(env *testscript.Env) error {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")
@@ -63,4 +64,26 @@ func exitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// seqfile FILE N LINE appends LINE to FILE N times, each %d in it replaced
+// by the line's number (1…N): inputs too large to check in, such as a tool
+// contract of thousands of entries.
+func seqfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: seqfile FILE N LINE")
+	}
+	n, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("seqfile: %q is not a number", args[1])
+	}
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strings.ReplaceAll(args[2], "%d", strconv.Itoa(i)) + "\n")
+	}
+	f, err := os.OpenFile(ts.MkAbs(args[0]), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	ts.Check(err)
+	_, err = f.WriteString(b.String())
+	ts.Check(err)
+	ts.Check(f.Close())
 }

@@ -24,7 +24,7 @@ func CheckArgSizes(argv []string, files []File) error {
 			continue
 		}
 		return exit.Refuse(RefuseArgumentTooLong,
-			"argument %d of the launch%s is %d bytes with its terminating NUL, past Linux's limit of %d on one argument (MAX_ARG_STRLEN); %s; shorten the task or declare fewer or smaller --context files",
+			"argument %d of the launch%s is %d bytes with its terminating NUL, past Linux's limit of %d on one argument (MAX_ARG_STRLEN); %s; shorten what that argument carries (the task, the --context files, or the --catalogue entries it lists)",
 			i, argFlag(argv, i), size, MaxArgStrlen, fileSizes(files))
 	}
 	return nil
