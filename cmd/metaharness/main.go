@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
@@ -34,6 +35,7 @@ type cli struct {
 	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message)."`
 
 	InternalHook hookCmd `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
+	InternalInit initCmd `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
 }
 
 // env is what a verb may touch: its streams, its environment and the
@@ -63,6 +65,9 @@ type verb interface {
 }
 
 func main() {
+	// Before anything reads a token: no process of the same uid may read
+	// this one's memory, environment or descriptors (confine.NonDumpable).
+	_ = confine.NonDumpable()
 	os.Exit(int(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 }
 

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/exit"
+)
+
+// initCmd is PID 1 of a confined child (confine.Main). Only metaharness
+// starts it, with the launch on descriptor 3 and the control socket on 4;
+// it is not a verb.
+type initCmd struct {
+	// NestedProbe is the child confine.Probe starts in a nested user
+	// namespace: it only has to run.
+	NestedProbe bool `hidden:"" help:"Exit at once (the confinement probe's child)."`
+}
+
+func (c *initCmd) run(*env) (exit.Code, error) {
+	if c.NestedProbe {
+		return exit.OK, nil
+	}
+	return exit.Code(confine.Main()), nil
+}

@@ -1,0 +1,72 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Probe answers whether this host can confine a child: it starts init
+// (this binary) as a real confinement would, with a network namespace and
+// a listener, a fresh /tmp, and a nested user namespace for a child that
+// exits at once. nil means it can; otherwise the error says why not, in
+// words an operator can act on.
+func Probe(init string) error {
+	i, err := prepare(launch{Spec: *probeSpec(init), Command: Command{
+		// The init's own binary, through its own /proc: visible whatever
+		// the view hides.
+		Program: "/proc/self/exe", Args: []string{"metaharness", "internal-init", "--nested-probe"}, Dir: "/",
+	}})
+	if err != nil {
+		return err
+	}
+	i.Cmd.Stdin, i.Cmd.Stdout, i.Cmd.Stderr = nil, nil, nil
+	if err := i.Start(); err != nil {
+		return explain(err)
+	}
+	if i.ln != nil {
+		_ = i.ln.Close()
+	}
+	ex, err := i.Wait()
+	switch {
+	case err != nil:
+		return fmt.Errorf("the probe's init failed: %w", err)
+	case ex == nil || ex.Code == nil || *ex.Code != 0:
+		return errors.New("the probe's child did not exit cleanly inside a nested user namespace")
+	}
+	return nil
+}
+
+// probeSpec is the confinement Probe tries: every namespace and each kind
+// of mount a run uses.
+func probeSpec(init string) *Spec {
+	return &Spec{
+		Init: init, Namespaces: []string{User, PID, Mount, Net},
+		UID: os.Geteuid(), GID: os.Getegid(),
+		Hidden: []string{"/run"}, Fresh: []string{"/tmp"}, ReadOnly: []string{init},
+		Listen: "127.0.0.1:0",
+	}
+}
+
+// explain adds to a failure to clone the namespaces what usually causes it.
+func explain(err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "cloning the child's namespaces") {
+		return err
+	}
+	var why []string
+	if b, e := os.ReadFile("/proc/sys/user/max_user_namespaces"); e == nil && strings.TrimSpace(string(b)) == "0" {
+		why = append(why, "user.max_user_namespaces is 0")
+	}
+	if b, e := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); e == nil && strings.TrimSpace(string(b)) == "0" {
+		why = append(why, "kernel.unprivileged_userns_clone is 0")
+	}
+	if b, e := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); e == nil && strings.TrimSpace(string(b)) == "1" {
+		why = append(why, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)")
+	}
+	if len(why) == 0 {
+		why = append(why, "user namespaces cannot be made here (a seccomp filter, a container runtime or an unmapped uid forbids them)")
+	}
+	return fmt.Errorf("%w: %s", err, strings.Join(why, "; "))
+}
