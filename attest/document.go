@@ -39,6 +39,10 @@ type Document struct {
 	// Loopback is the loopback proxy's record of the run; null when the run
 	// had no proxy.
 	Loopback *Loopback `json:"loopback" jsonschema:"nullable"`
+	// StreamFailures names each destination of the event stream that
+	// stopped taking it (stdout, the --events file), the line it stopped at
+	// and why; empty when every one held. A failure makes the run exit 2.
+	StreamFailures []record.SinkFailure `json:"stream_failures"`
 }
 
 // Loopback is what the loopback proxy recorded: every request (the most
@@ -74,6 +78,7 @@ func (e *Evaluation) Document(kind string, audited bool, aud *AuditorResult, chi
 	if e.WithheldStated {
 		d.Withheld = append([]record.Withheld{}, e.Withheld...)
 	}
+	d.StreamFailures = []record.SinkFailure{}
 	return d
 }
 

@@ -129,14 +129,27 @@ func ChildPath(callerHome string) string {
 	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
 }
 
+// versionDeadline bounds "--version": the pinned vendors answer in well
+// under a second (Claude Code 0.03 s, Codex 0.12 s).
+const versionDeadline = 10 * time.Second
+
 // VersionOf runs "binary --version" with env and returns the first word that
-// starts with a digit ("2.1.328 (Claude Code)" → "2.1.328").
+// starts with a digit ("2.1.328 (Claude Code)" → "2.1.328"). The probe is
+// the leader of its own process group: when ctx ends or versionDeadline
+// passes, the whole group is killed and VersionOf returns at once, even if
+// something the probe started still holds its stdout.
 func VersionOf(ctx context.Context, binary string, env []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, versionDeadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--version")
 	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 100 * time.Millisecond
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("%s --version: %w", binary, context.Cause(ctx))
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w", binary, err)
 	}

@@ -36,4 +36,10 @@ const (
 	RefuseMemoryWalk         exit.Name = "memory-walk"
 	RefuseDecisionSocket     exit.Name = "decision-socket"
 	RefuseSpawn              exit.Name = "spawn"
+
+	// The run was stopped before its spawn, or could not keep its record
+	// whole: a stdout whose reader went away, an --events file that could no
+	// longer be written (RefuseEventsFile).
+	RefuseStopped      exit.Name = "stopped"
+	RefuseStdoutClosed exit.Name = "stdout-closed"
 )

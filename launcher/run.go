@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,8 +46,10 @@ type IO struct {
 // refuse before anything starts, then the scratch tree, the proxy, the
 // plan, the scratch files, the spawn; then the pump of events, decisions and
 // commands; then the wind-up, the attestation and the exit code. ctx ending
-// (SIGTERM, SIGINT) stops the child's whole process group and still closes
-// the stream.
+// (SIGTERM, SIGINT, SIGHUP), or stdout's reader going away, is a stop
+// wherever it lands: before the spawn the run refuses "stopped", after it
+// the child's whole process group is ended; either way the stream is
+// closed and the scratch tree removed.
 func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	if rio.Log == nil {
 		rio.Log = zap.NewNop()
@@ -54,20 +57,28 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	d := k.Descriptor()
 	r := &run{spec: spec, kind: k, d: d, io: rio, caps: d.Capabilities}
 	r.runner, _ = k.(Runner)
+	ctx, r.stop = context.WithCancelCause(ctx)
+	defer r.stop(nil)
 	defer r.cleanup()
 	code, err := r.start(ctx)
-	r.endStream()
+	r.endStream(context.Cause(ctx) != nil)
 	return code, err
 }
 
-// endStream closes a stream that a refusal cut short. Once a line was
-// written every path ends with stream.closed, so the record stays complete;
-// a refusal before any line leaves no stream and no --events file at all.
-func (r *run) endStream() {
+// errStdoutClosed stops a run whose stdout reader went away: a closed
+// stdout is a stop, like SIGTERM, and the run still finishes its --events
+// file, its attestation and its wind-up.
+var errStdoutClosed = errors.New("stdout was closed by its reader")
+
+// endStream closes a stream that a refusal or a stop cut short. Once a
+// line was written, or the run was stopped, every path ends with
+// stream.closed, so the record stays complete; a refusal before any line
+// leaves no stream and no --events file at all.
+func (r *run) endStream(wasStopped bool) {
 	if r.events == nil || r.events.Closed() {
 		return
 	}
-	if r.events.Lines() > 0 {
+	if r.events.Lines() > 0 || wasStopped {
 		_ = r.events.Close(record.ReasonError, nil)
 		return
 	}
@@ -94,6 +105,7 @@ type run struct {
 	socket   string // the decision channel
 	proxy    *loopback.Proxy
 	events   *record.Writer
+	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	tap      *attest.Tap
 	files    []io.Closer
 	happened []string // what had started, for catalogue-copy-differs
@@ -159,6 +171,9 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	if r.runner == nil {
 		return exit.Refused, exit.Refuse(exit.RefuseNotBuilt, "run %s is not built yet: it waits for the %s adapter's run loop (launcher/%s); nothing was started", s.Kind, s.Kind, s.Kind)
 	}
+	if err := stopped(ctx, "while its inputs were checked"); err != nil {
+		return exit.Refused, err
+	}
 	if err := r.openEvents(); err != nil {
 		return exit.Refused, err
 	}
@@ -205,9 +220,9 @@ func (r *run) pairing() attest.Pairing {
 // --events FILE, plus the tap the floor reads.
 func (r *run) openEvents() error {
 	r.tap = &attest.Tap{}
-	sinks := []io.Writer{r.tap}
+	sinks := []record.Sink{{Name: "the attestation's copy", W: r.tap}}
 	if r.spec.Output != OutputFinal {
-		sinks = append(sinks, r.io.Stdout)
+		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
 	if r.spec.Events != "" {
 		f, err := os.OpenFile(r.spec.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -215,12 +230,30 @@ func (r *run) openEvents() error {
 			return exit.Wrap(RefuseEventsFile, err, "--events %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", r.spec.Events)
 		}
 		r.files = append(r.files, f)
-		sinks = append(sinks, f)
+		sinks = append(sinks, record.Sink{Name: "--events " + r.spec.Events, W: f})
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
-	r.events = record.NewWriter(io.MultiWriter(sinks...), r.spec.Kind+"-"+hex.EncodeToString(id))
+	r.events = record.NewStream(r.spec.Kind+"-"+hex.EncodeToString(id), r.sinkFailed, sinks...)
 	return nil
+}
+
+// sinkStdout names stdout among the stream's sinks.
+const sinkStdout = "stdout"
+
+// sinkFailed is told, once, of each sink that stops taking the stream; the
+// others go on with it. A stdout whose reader went away stops the run. The
+// run ends with exit 2 either way, the attestation naming the sink
+// (stream_failures).
+func (r *run) sinkFailed(f record.SinkFailure) {
+	if f.Sink == sinkStdout {
+		fmt.Fprintln(r.io.Stderr, exit.Line(exit.Refuse(RefuseStdoutClosed,
+			"stdout stopped taking the event stream at line %d (%s); metaharness stops the child, finishes --events and --attestation, removes the scratch tree and exits 2", f.Line, f.Error)))
+		r.stop(errStdoutClosed)
+		return
+	}
+	fmt.Fprintln(r.io.Stderr, exit.Line(exit.Refuse(RefuseEventsFile,
+		"%s stopped taking the event stream at line %d (%s); the stream goes on without it, and the run will exit 2", f.Sink, f.Line, f.Error)))
 }
 
 // launch makes the scratch tree and the sidecars, plans, writes and spawns.
@@ -245,6 +278,9 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 		if err := r.startProxy(w); err != nil {
 			return exit.Refused, err
 		}
+	}
+	if err := stopped(ctx, "while the scratch tree and the proxy were set up"); err != nil {
+		return exit.Refused, err
 	}
 	childPath := ChildPath(r.io.Env["HOME"])
 	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
@@ -296,7 +332,21 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 			return exit.Refused, err
 		}
 	}
+	if err := stopped(ctx, "while the launch was planned and written"); err != nil {
+		return exit.Refused, err
+	}
 	return r.session(ctx, mode, plan)
+}
+
+// stopped is the refusal of a run stopped (a signal, a closed stdout)
+// before its child was spawned, nil while it is not; nothing is left
+// running, and the wind-up removes the scratch tree and closes the stream.
+func stopped(ctx context.Context, during string) error {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		return nil
+	}
+	return exit.Refuse(RefuseStopped, "the run was stopped (%v) %s, before the vendor was spawned; nothing was left running", cause, during)
 }
 
 func (r *run) startProxy(w *World) error {
@@ -345,6 +395,9 @@ func (r *run) startProxy(w *World) error {
 func (r *run) checkVersion(ctx context.Context, binary, childPath string) error {
 	v, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + filepath.Join(r.scratch, "home")})
 	r.happened = append(r.happened, "the vendor binary was run with --version")
+	if err := stopped(ctx, "while "+binary+" --version ran"); err != nil {
+		return err
+	}
 	pins := strings.Join(r.caps.VersionsPinned, ", ")
 	switch {
 	case err == nil && slices.Contains(r.caps.VersionsPinned, v):
@@ -539,7 +592,10 @@ func (r *run) closeProxy() {
 }
 
 // conclude runs the auditor, prints the report when an audit is owed,
-// writes --attestation and --retain-dir, and computes the exit code.
+// writes --attestation and --retain-dir, and computes the exit code. The
+// attestation is written whatever went wrong after the session: a stopped
+// run, an auditor that could not give a verdict, a sink that failed, each
+// then exit 2, the document saying so.
 func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
 	s := r.spec
 	if s.RetainDir != "" {
@@ -547,14 +603,21 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 			fmt.Fprintf(r.io.Stderr, "metaharness: retain-failed: copying the transcript into --retain-dir %s: %v\n", s.RetainDir, err)
 		}
 	}
+	failed := len(r.events.Failures()) > 0
 	if r.spec.Output == OutputFinal && terminal != nil && terminal.FinalAnswer != nil {
-		fmt.Fprintln(r.io.Stdout, terminal.FinalAnswer.Text)
+		if _, err := fmt.Fprintln(r.io.Stdout, terminal.FinalAnswer.Text); err != nil {
+			fmt.Fprintln(r.io.Stderr, exit.Line(exit.Refuse(RefuseStdoutClosed, "the final answer could not be written to stdout (%v); the run exits 2", err)))
+			failed = true
+		}
 	}
 	var result *attest.AuditorResult
+	var auditErr error
 	if r.auditor != nil {
-		var err error
-		if result, err = r.auditor.Run(ctx, transcriptPath, r.io.Stderr); err != nil {
-			return exit.Refused, err
+		if stopped := context.Cause(ctx); stopped != nil {
+			// A stopped run has no time left for an auditor.
+			auditErr = exit.Refuse(attest.RefuseAuditorInterrupted, "the run was stopped (%v) before the auditor ran, so there is no audit verdict", stopped)
+		} else {
+			result, auditErr = r.auditor.Run(ctx, transcriptPath, r.io.Stderr)
 		}
 	}
 	ev := attest.Evaluate(r.tap.Lines(), attest.Launch{
@@ -567,11 +630,22 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 		if r.proxy != nil {
 			doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
 		}
+		doc.StreamFailures = r.events.Failures()
+		if auditErr != nil || failed {
+			doc.ExitCode = int(exit.Refused)
+		}
 		if err := writeJSONFile(s.AttestationFile, doc); err != nil {
 			return exit.Refused, err
 		}
 	}
-	return ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
+	if auditErr != nil {
+		return exit.Refused, auditErr
+	}
+	code, err := ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
+	if failed && err == nil {
+		return exit.Refused, nil // named on stderr when the sink failed
+	}
+	return code, err
 }
 
 func copyFile(from, to string) error {

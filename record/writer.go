@@ -13,20 +13,64 @@ import (
 // ErrClosed is returned by a Writer after its stream.closed line.
 var ErrClosed = errors.New("record: the stream is closed: stream.closed was the last line")
 
-// Writer writes one run's event stream. It is the one place seq is assigned,
-// and it guarantees stream.closed is the last line it writes. It is safe for
-// concurrent use; lines are written whole, one Write call each.
-type Writer struct {
-	mu     sync.Mutex
-	w      io.Writer
-	run    string
-	seq    uint64
-	closed bool
+// ErrNoSink is returned for a line that no sink took: every sink of the
+// stream has failed.
+var ErrNoSink = errors.New("record: every sink of the stream has failed")
+
+// WarnSinkFailed is the warning a Writer writes into its other sinks when
+// one stops taking lines, naming it, the line and the error.
+const WarnSinkFailed = "STREAM_SINK_FAILED"
+
+// Sink is one destination of a stream (stdout, an --events file, the
+// floor's tap); Name is how a failure names it.
+type Sink struct {
+	Name string
+	W    io.Writer
 }
 
-// NewWriter starts a stream for run id run on w.
+// SinkFailure is a sink that stopped taking lines: Line is the first line
+// it did not take. The stream goes on in the other sinks.
+type SinkFailure struct {
+	Sink  string `json:"sink"`
+	Line  uint64 `json:"line"`
+	Error string `json:"error"`
+}
+
+// Writer writes one run's event stream to one or more sinks. It is the one
+// place seq is assigned, and it guarantees stream.closed is the last line it
+// writes. A sink whose write fails is written no more: the others go on
+// with every line, numbered without a gap or a repeat, and hear of the
+// failure in a WarnSinkFailed line. It is safe for concurrent use; lines
+// are written whole, one Write call per sink each.
+type Writer struct {
+	mu       sync.Mutex
+	sinks    []sink
+	run      string
+	seq      uint64
+	closed   bool
+	failures []SinkFailure
+	onFail   func(SinkFailure)
+}
+
+type sink struct {
+	Sink
+	failed bool
+}
+
+// NewWriter starts a stream for run id run on w alone.
 func NewWriter(w io.Writer, run string) *Writer {
-	return &Writer{w: w, run: run}
+	return NewStream(run, nil, Sink{Name: "the stream", W: w})
+}
+
+// NewStream starts a stream for run id run on sinks, in order. onFail, when
+// set, hears of each sink's failure once, as it happens, with the Writer's
+// lock held: it must not write to the Writer.
+func NewStream(run string, onFail func(SinkFailure), sinks ...Sink) *Writer {
+	w := &Writer{run: run, onFail: onFail}
+	for _, s := range sinks {
+		w.sinks = append(w.sinks, sink{Sink: s})
+	}
+	return w
 }
 
 // Emit writes an untimed event.
@@ -74,15 +118,58 @@ func (w *Writer) Lines() uint64 {
 	return w.seq
 }
 
+// Failures lists the sinks that failed, in the order they did.
+func (w *Writer) Failures() []SinkFailure {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]SinkFailure{}, w.failures...)
+}
+
+// writeLocked writes one line to every sink still taking lines. The line
+// counts (seq moves on) when at least one took it. Each sink that failed on
+// it is reported, and, unless the line was stream.closed, which stays last,
+// named in a warning line to the sinks left.
 func (w *Writer) writeLocked(at *string, ev Event) error {
-	line, err := EncodeEvent(w.seq+1, w.run, at, ev)
+	n := w.seq + 1
+	line, err := EncodeEvent(n, w.run, at, ev)
 	if err != nil {
 		return err
 	}
-	if _, err := w.w.Write(line); err != nil {
-		return fmt.Errorf("record: writing %s line %d: %w", ev.EventName(), w.seq+1, err)
+	var failed []SinkFailure
+	took := 0
+	for i := range w.sinks {
+		s := &w.sinks[i]
+		if s.failed {
+			continue
+		}
+		if _, err := s.W.Write(line); err != nil {
+			s.failed = true
+			failed = append(failed, SinkFailure{Sink: s.Name, Line: n, Error: err.Error()})
+			continue
+		}
+		took++
 	}
-	w.seq++
+	for _, f := range failed {
+		w.failures = append(w.failures, f)
+		if w.onFail != nil {
+			w.onFail(f)
+		}
+	}
+	if took == 0 {
+		if len(failed) > 0 {
+			return fmt.Errorf("%w: writing %s line %d: %s", ErrNoSink, ev.EventName(), n, failed[len(failed)-1].Error)
+		}
+		return fmt.Errorf("%w: %s line %d was not written", ErrNoSink, ev.EventName(), n)
+	}
+	w.seq = n
+	if _, last := ev.(*StreamClosed); !last {
+		for _, f := range failed {
+			msg := fmt.Sprintf("%s stopped taking the stream at line %d (%s); the lines from there on are in the other sinks only", f.Sink, f.Line, f.Error)
+			if err := w.writeLocked(nil, &Warning{Code: WarnSinkFailed, Message: msg}); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 

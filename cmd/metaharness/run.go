@@ -174,6 +174,13 @@ func quoted(args []string) string {
 }
 
 func (c *runCmd) run(e *env) (exit.Code, error) {
+	// Signals first: every step of the run watches ctx, so a stop lands
+	// wherever it arrives. A reader of stdout that goes away is a stop the
+	// run makes itself (the stream's write fails with EPIPE), never the
+	// SIGPIPE that would kill it with its child and scratch tree left.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer stop()
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	spec, err := c.spec()
 	if err != nil {
 		return exit.Refused, err
@@ -183,8 +190,6 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	return launcher.Run(ctx, spec, kind, launcher.IO{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
 	})
