@@ -15,8 +15,13 @@ import (
 // C1Vector pins one launch plan: a spec and an observed world in, the plan
 // (or the refusal) out. Nothing is spawned: planning is pure.
 type C1Vector struct {
-	ID      string          `json:"id"`
-	Proves  string          `json:"proves"`
+	ID     string `json:"id"`
+	Proves string `json:"proves"`
+	// Covers names the run flags whose effect on the plan this vector
+	// shows: without the flag's value the plan (or refusal) differs. The
+	// CLI's anti-drift test holds every flag of every kind to a vector or
+	// a testscript, and each claim here to that difference.
+	Covers  []string        `json:"covers,omitempty"`
 	Spec    launcher.Spec   `json:"spec"`
 	World   json.RawMessage `json:"world"`
 	Plan    *launcher.Plan  `json:"plan,omitempty"`
