@@ -1,5 +1,14 @@
-# The two commands of the README: `make demo` and `make test`.
-.PHONY: demo test fuzz schemas
+# The two commands of the README, `make demo` and `make test`, and the
+# release binary.
+.PHONY: build demo test fuzz schemas
+
+# The release binary: static (no cgo, so no dynamic loader and no libc to
+# match on the host it is copied to), stamped with the version.
+BIN ?= metaharness
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+
+build:
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/metaharness
 
 demo:
 	scripts/demo
