@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,6 +36,8 @@ var c3Files embed.FS
 //	{"emit":"turn.started","turn":N} / {"emit":"turn.ended","turn":N,…}
 //	{"emit":"<any other event>",…payload}   the vendor emits an event
 //	{"stdin":{…command…}} or {"stdin":"raw line"}   a line on stdin
+//	{"stdin_hex":"7b22…"}   a line on stdin as hex bytes, for one that is
+//	    not UTF-8 (which the vector's own JSON cannot spell)
 //	{"advance_ms":N}   the clock moves on
 //	{"pending":["t1",…]}   the calls awaiting a decision, in delivery order
 //
@@ -249,6 +252,7 @@ func (p *player) answer(callID string) frame.Answer {
 type c3Step struct {
 	Emit      *string         `json:"emit"`
 	Stdin     json.RawMessage `json:"stdin"`
+	StdinHex  *string         `json:"stdin_hex"`
 	AdvanceMS *uint64         `json:"advance_ms"`
 	Pending   *[]string       `json:"pending"`
 	At        *string         `json:"at"`
@@ -266,15 +270,21 @@ func (p *player) step(raw json.RawMessage) error {
 		return err
 	}
 	actions := 0
-	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.AdvanceMS != nil, s.Pending != nil} {
+	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.StdinHex != nil, s.AdvanceMS != nil, s.Pending != nil} {
 		if set {
 			actions++
 		}
 	}
 	if actions != 1 {
-		return errors.New("a step has exactly one of emit, stdin, advance_ms, pending")
+		return errors.New("a step has exactly one of emit, stdin, stdin_hex, advance_ms, pending")
 	}
 	switch {
+	case s.StdinHex != nil:
+		line, err := hex.DecodeString(*s.StdinHex)
+		if err != nil {
+			return fmt.Errorf("stdin_hex: %w", err)
+		}
+		return p.engine.HandleLine(line)
 	case s.Stdin != nil:
 		line := []byte(s.Stdin)
 		var str string

@@ -26,15 +26,34 @@ func (e *Engine) HandleLine(line []byte) error {
 		return e.err
 	}
 	cl, err := record.ParseCommand(line)
-	switch {
-	case err != nil && (cl == nil || cl.ID == ""):
+	if err != nil && (cl == nil || cl.ID == "") {
 		fmt.Fprintf(e.cfg.Stderr, "metaharness: command-unparseable: stdin line %d is not a command, so it gets no command.result: %v\n", e.lines, err)
+		return e.err
+	}
+	first, reused := e.ids[cl.ID]
+	switch {
+	case reused:
+		// Answered under that id once already: this line is refused under
+		// it, and does nothing.
+		e.result(cl.ID, record.Refuse(record.Malformed, fmt.Sprintf("command id %q was already used by stdin line %d; each command needs an id of its own, for its one command.result", cl.ID, first)))
+		return e.err
 	case err != nil:
 		e.result(cl.ID, record.Refuse(record.Malformed, err.Error()))
 	default:
 		e.result(cl.ID, e.apply(cl))
 	}
+	e.ids[cl.ID] = e.lines
 	return e.err
+}
+
+// DropLongLine counts a stdin line the reader dropped unread because it was
+// longer than max bytes, and reports it with one line on Stderr, so that
+// the numbers later lines are reported under stay right.
+func (e *Engine) DropLongLine(max int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lines++
+	fmt.Fprintf(e.cfg.Stderr, "metaharness: command-too-long: stdin line %d is longer than %d bytes, so it was dropped unread and gets no command.result; no command is that long\n", e.lines, max)
 }
 
 func (e *Engine) apply(cl *record.CommandLine) record.CommandOutcome {

@@ -120,6 +120,7 @@ type Engine struct {
 	ended         string // set once the run halted or the stream ended
 	halted        bool
 	lines         uint64
+	ids           map[string]uint64 // command ids answered, and the stdin line of each
 	err           error
 }
 
@@ -172,6 +173,7 @@ func New(cfg Config) (*Engine, error) {
 		resolve:  cfg.Resolve,
 		frame:    cfg.Frame,
 		calls:    map[string]*callState{},
+		ids:      map[string]uint64{},
 		census:   record.Census{BySeam: map[string]uint64{}, ByDecider: map[string]uint64{}},
 	}
 	if e.resolve == nil {

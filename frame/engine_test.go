@@ -491,3 +491,48 @@ func TestCheckControls(t *testing.T) {
 		})
 	}
 }
+
+// TestAReusedCommandIDIsRefusedUnderIt: a second command under an id
+// already answered is refused MALFORMED under that id and does nothing (the
+// call it names stays pending); a fresh id still works.
+func TestAReusedCommandIDIsRefusedUnderIt(t *testing.T) {
+	r := newRig(t, Config{Mode: ModeAsk})
+	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
+	r.e.Request(Call{CallID: "t2", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
+	for _, l := range [][]byte{
+		decideLine("c1", "t1", `{"decision":"allow"}`),
+		decideLine("c1", "t2", `{"decision":"allow"}`),
+		commandLine("c2", "pause", ""),
+		decideLine("c2", "t2", `{"decision":"allow"}`),
+	} {
+		if err := r.e.HandleLine(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := r.results(t)
+	if len(res["c1"]) != 2 || res["c1"][0].Result != "ok" || res["c1"][1].Refused == nil ||
+		res["c1"][1].Refused.Code != record.Malformed || !strings.Contains(res["c1"][1].Refused.Reason, `command id "c1" was already used by stdin line 1`) {
+		t.Fatalf("c1 results %+v", res["c1"])
+	}
+	if len(res["c2"]) != 2 || res["c2"][1].Refused == nil || !strings.Contains(res["c2"][1].Refused.Reason, "stdin line 3") {
+		t.Fatalf("c2 results %+v (a refused command's id is used too)", res["c2"])
+	}
+	if p := r.e.Pending(); len(p) != 1 || p[0] != "t2" {
+		t.Fatalf("pending %v: a refused reuse must not decide t2", p)
+	}
+}
+
+// TestADroppedLongLineKeepsTheCount: the reader's long line is coded on
+// stderr and counted, so the next unparseable line is reported under its
+// own number.
+func TestADroppedLongLineKeepsTheCount(t *testing.T) {
+	r := newRig(t, Config{Mode: ModeAsk})
+	_ = r.e.HandleLine([]byte("\n"))
+	r.e.DropLongLine(16)
+	_ = r.e.HandleLine([]byte("not json\n"))
+	want := "metaharness: command-too-long: stdin line 2 is longer than 16 bytes, so it was dropped unread and gets no command.result; no command is that long\n" +
+		"metaharness: command-unparseable: stdin line 3 is not a command"
+	if !strings.HasPrefix(r.stderr.String(), want) {
+		t.Fatalf("stderr:\n%s\nwant it to start:\n%s", r.stderr.String(), want)
+	}
+}

@@ -512,8 +512,8 @@ func (r *run) readCommands(eng *frame.Engine) {
 		line, long, err := readBounded(br, maxCommandLine)
 		switch {
 		case long:
-			fmt.Fprintf(r.io.Stderr, "metaharness: a stdin line longer than %d bytes was dropped: no command is that long\n", maxCommandLine)
-		case len(strings.TrimSpace(string(line))) > 0:
+			eng.DropLongLine(maxCommandLine)
+		case len(line) > 0: // blank lines too: they are numbered
 			_ = eng.HandleLine(line)
 		}
 		if err != nil {

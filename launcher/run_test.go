@@ -65,3 +65,22 @@ func TestReadBoundedDropsALongLine(t *testing.T) {
 		t.Fatalf("at the end: %v", err)
 	}
 }
+
+// TestReadCommandsNumbersEveryLine: blank lines and a dropped long line are
+// counted, so a later line is reported under its own number, and the long
+// one is reported with its code.
+func TestReadCommandsNumbersEveryLine(t *testing.T) {
+	var stderr strings.Builder
+	eng, err := frame.New(frame.Config{Mode: frame.ModeAsk, Events: record.NewWriter(io.Discard, "r"), Stderr: &stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "\n  \n" + strings.Repeat("x", maxCommandLine+1) + "\nnot json\n"
+	r := &run{io: IO{Stdin: strings.NewReader(in), Stderr: &stderr}}
+	r.readCommands(eng)
+	got := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if len(got) != 2 || !strings.HasPrefix(got[0], "metaharness: command-too-long: stdin line 3 is longer than") ||
+		!strings.HasPrefix(got[1], "metaharness: command-unparseable: stdin line 4 is not a command") {
+		t.Fatalf("stderr:\n%s", stderr.String())
+	}
+}

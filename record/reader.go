@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // Framing errors. Each is distinct so that a caller can say exactly why a
@@ -118,6 +120,12 @@ func ParseCommand(line []byte) (*CommandLine, error) {
 	if h.ID == nil || json.Unmarshal(*h.ID, &out.ID) != nil || out.ID == "" {
 		return nil, fmt.Errorf("%w: a command needs a non-empty string \"id\" to be answered under", ErrMalformed)
 	}
+	if !decodedWhole(*h.ID, out.ID) {
+		return nil, fmt.Errorf("%w: the command's \"id\" is not UTF-8 text (an invalid byte or an unpaired surrogate escape), and an id is answered exactly as it was sent", ErrMalformed)
+	}
+	if !utf8.Valid(line) {
+		return out, fmt.Errorf("%w: command %q: the line is not UTF-8, and a command is read as sent or not at all", ErrMalformed, out.ID)
+	}
 	if h.Command == nil {
 		return out, fmt.Errorf("%w: command %q has no \"command\" name", ErrMalformed, out.ID)
 	}
@@ -162,4 +170,16 @@ func checkCommand(c Command) error {
 		}
 	}
 	return nil
+}
+
+// decodedWhole reports whether s, decoded from the JSON string raw, holds
+// what raw says: encoding/json turns an invalid byte or an unpaired
+// surrogate escape into U+FFFD without an error, so a U+FFFD in s that raw
+// neither spells nor escapes means the text was altered.
+func decodedWhole(raw []byte, s string) bool {
+	if !utf8.Valid(raw) {
+		return false
+	}
+	spelt := strings.Count(string(raw), "\uFFFD") + bytes.Count(bytes.ToLower(raw), []byte(`\ufffd`))
+	return strings.Count(s, "\uFFFD") <= spelt
 }

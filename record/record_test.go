@@ -238,6 +238,12 @@ func TestCommandReaderErrors(t *testing.T) {
 		{`{"format":"metaharness.command/1","id":"c4","command":"tool.decide","decision":{"decision":"allow"}}`, ErrMalformed, "c4"},
 		{`{"format":"metaharness.command/1","id":"c5","command":"tool.decide","call_id":"t1","decision":{"decision":"replace"}}`, ErrMalformed, "c5"},
 		{`{"format":"metaharness.command/1","id":"c6","command":"frame.set"}`, ErrMalformed, "c6"},
+		// An id is answered exactly as sent: one that would decode altered
+		// (invalid UTF-8, an unpaired surrogate escape) has no id to answer under.
+		{"{\"format\":\"metaharness.command/1\",\"id\":\"c\xff7\",\"command\":\"halt\"}", ErrMalformed, ""},
+		{`{"format":"metaharness.command/1","id":"c\ud8007","command":"halt"}`, ErrMalformed, ""},
+		// Invalid UTF-8 elsewhere: refused under the id, not read altered.
+		{"{\"format\":\"metaharness.command/1\",\"id\":\"c8\",\"command\":\"halt\",\"reason\":\"\xfe\"}", ErrMalformed, "c8"},
 	}
 	for _, c := range cases {
 		got, err := ParseCommand([]byte(c.line))
@@ -247,6 +253,9 @@ func TestCommandReaderErrors(t *testing.T) {
 		}
 		if c.wantID != "" && (got == nil || got.ID != c.wantID) {
 			t.Errorf("%s: the id to answer under was lost", c.line)
+		}
+		if c.wantID == "" && got != nil && got.ID != "" {
+			t.Errorf("%q: answered under id %q, which is not the id it sent", c.line, got.ID)
 		}
 	}
 }
@@ -321,5 +330,20 @@ func TestEncodePayloadIsTheLineWithoutItsHeader(t *testing.T) {
 	line, _ := EncodeEvent(1, "r", nil, &Text{Text: "a<b"})
 	if !strings.HasSuffix(strings.TrimSpace(string(line)), string(got[1:])) {
 		t.Errorf("the line %s does not end with the payload %s", line, got)
+	}
+}
+
+// TestCommandIDKeptExactly: an id holding U+FFFD, raw or escaped, is
+// answered under that very id.
+func TestCommandIDKeptExactly(t *testing.T) {
+	for _, line := range []string{
+		"{\"format\":\"metaharness.command/1\",\"id\":\"c\uFFFD\",\"command\":\"halt\"}",
+		`{"format":"metaharness.command/1","id":"c\ufffd","command":"halt"}`,
+		`{"format":"metaharness.command/1","id":"c\uD83D\uDE00","command":"halt"}`,
+	} {
+		got, err := ParseCommand([]byte(line))
+		if err != nil || got.ID == "" || !strings.HasPrefix(got.ID, "c") || len(got.ID) < 2 {
+			t.Errorf("%s: %v %+v", line, err, got)
+		}
 	}
 }
