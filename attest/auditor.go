@@ -3,8 +3,6 @@ package attest
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // Refusal names of the auditor seam (all exit 2). The first eight are the
@@ -114,7 +113,7 @@ func check(p Pairing) (*Auditor, error) {
 	if err != nil {
 		return nil, err
 	}
-	programDigest, err := digestFile(program)
+	programDigest, err := inputfile.Digest(program, maxProgramBytes)
 	if err != nil {
 		return nil, exit.Wrap(RefuseAuditorNotExecutable, err, "--auditor program %s cannot be read to digest it", program)
 	}
@@ -182,42 +181,30 @@ func executable(path, word string) error {
 	}
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return exit.Refuse(RefuseAuditorNotExecutable,
-			"--auditor program %s (%s) is not an executable regular file (mode %s); name the program itself, or make it executable", word, path, fi.Mode())
+			"--auditor program %s (%s) is not an executable regular file (it is %s, mode %s); name the program itself, or make it executable", word, path, inputfile.Kind(fi.Mode()), fi.Mode().Perm())
 	}
 	return nil
 }
 
-// readSpec checks that the spec is a readable regular file and digests it.
+// Bounds on what is digested: a program can be a large native binary, a
+// spec is a document.
+const (
+	maxProgramBytes = 4 << 30
+	maxSpecBytes    = 64 << 20
+)
+
+// readSpec checks that the spec is a readable regular file (never waited
+// on) and digests it.
 func readSpec(spec string) (string, string, error) {
 	abs, err := filepath.Abs(spec)
 	if err != nil {
 		return "", "", exit.Wrap(RefuseSpecUnreadable, err, "--spec %s", spec)
 	}
-	fi, err := os.Stat(abs)
+	d, err := inputfile.Digest(abs, maxSpecBytes)
 	if err != nil {
-		return "", "", exit.Wrap(RefuseSpecUnreadable, err, "--spec %s is not a readable regular file; name the document the auditor audits against", spec)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", "", exit.Refuse(RefuseSpecUnreadable, "--spec %s is not a regular file (mode %s); name the document itself", spec, fi.Mode())
-	}
-	d, err := digestFile(abs)
-	if err != nil {
-		return "", "", exit.Wrap(RefuseSpecUnreadable, err, "--spec %s cannot be read", spec)
+		return "", "", exit.Within(RefuseSpecUnreadable, err, "--spec %v; name the document the auditor audits against, a readable regular file", err)
 	}
 	return abs, d, nil
-}
-
-func digestFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // inside reports whether path lies in tree (or is it), comparing the

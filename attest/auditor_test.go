@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -71,6 +72,10 @@ func TestPairingChecksInOrder(t *testing.T) {
 	}
 	str := func(s string) *string { return &s }
 	writable := filepath.Dir(f.spec)
+	fifo := filepath.Join(filepath.Dir(f.bin), "spec.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		p    Pairing
@@ -89,8 +94,9 @@ func TestPairingChecksInOrder(t *testing.T) {
 		{"6 not executable", Pairing{Audit: true, Auditor: str(notExec), Spec: str("/no/such/spec")}, RefuseAuditorNotExecutable, "not an executable regular file"},
 		{"6 a directory", Pairing{Audit: true, Auditor: str(f.bin), Spec: &f.spec}, RefuseAuditorNotExecutable, "not an executable regular file"},
 		{"6 a bare name found only as a non-executable file", Pairing{Audit: true, Auditor: str("notexec"), Spec: &f.spec, PATH: filepath.Dir(f.bin)}, RefuseAuditorNotExecutable, notExec},
-		{"7 spec missing, before the writable tree", Pairing{Audit: true, Auditor: str("aud"), Spec: str(filepath.Join(writable, "missing")), PATH: f.bin, WritableTree: writable}, RefuseSpecUnreadable, "missing is not a readable regular file"},
-		{"7 spec a directory", Pairing{Audit: true, Auditor: str("aud"), Spec: &writable, PATH: f.bin}, RefuseSpecUnreadable, "not a regular file"},
+		{"7 spec missing, before the writable tree", Pairing{Audit: true, Auditor: str("aud"), Spec: str(filepath.Join(writable, "missing")), PATH: f.bin, WritableTree: writable}, RefuseSpecUnreadable, "missing cannot be opened (no such file or directory)"},
+		{"7 spec a directory", Pairing{Audit: true, Auditor: str("aud"), Spec: &writable, PATH: f.bin}, RefuseSpecUnreadable, "is a directory, not a regular file"},
+		{"7 spec a named pipe, refused and never waited on", Pairing{Audit: true, Auditor: str("aud"), Spec: &fifo, PATH: f.bin}, RefuseSpecUnreadable, "is a named pipe, not a regular file"},
 		{"8 spec inside --cwd", Pairing{Audit: true, Auditor: str("aud"), Spec: &f.spec, PATH: f.bin, WritableTree: writable}, RefuseSpecInsideWritableTree, "lies inside --cwd " + writable},
 	}
 	for _, c := range cases {

@@ -69,6 +69,12 @@ func Wrap(name Name, err error, format string, args ...any) *Refusal {
 	return &Refusal{Name: name, Message: msg, Err: err}
 }
 
+// Within builds a Refusal whose message already says err where it belongs
+// (before the remedy, say), and keeps err as its cause.
+func Within(name Name, err error, format string, args ...any) *Refusal {
+	return &Refusal{Name: name, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
 // Line renders err as the single stderr line SPEC §3.2 prescribes:
 // "metaharness: <code>: <message>". An error that is not a Refusal is an I/O
 // or internal failure and is named "io".

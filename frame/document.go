@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -442,27 +442,13 @@ func findNull(v any, at string) string {
 	return ""
 }
 
-// Load reads and parses a frame file. I/O failures, a non-regular file and
-// a file past MaxBytes are ErrUnreadable.
+// Load reads and parses a frame file. I/O failures, a non-regular file
+// (never waited on: a named pipe is refused, not opened for good) and a
+// file past MaxBytes are ErrUnreadable.
 func Load(path string) (*Frame, error) {
-	fi, err := os.Stat(path)
+	b, err := inputfile.Read(path, MaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrUnreadable, path)
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading %s: %v", ErrUnreadable, path, err)
-	}
-	if len(b) > MaxBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrUnreadable, path, MaxBytes)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	return Parse(b)
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -252,6 +253,13 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 	}
 	if _, err := Load(big); !errors.Is(err, ErrUnreadable) {
 		t.Errorf("too big: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(fifo); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), "is a named pipe, not a regular file") {
+		t.Errorf("named pipe (refused, not waited on): %v", err)
 	}
 }
 

@@ -2,12 +2,12 @@ package loopback
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // maxTokenFile bounds a token file; a token is a few hundred bytes.
@@ -58,20 +58,9 @@ func (t *tokens) read() (string, error) {
 		}
 		return v, nil
 	}
-	f, err := os.Open(t.src.File)
+	data, err := inputfile.Read(t.src.File, maxTokenFile)
 	if err != nil {
-		return "", exit.Wrap(RefuseTokenUnreadable, err, "--token-file %s cannot be opened", t.src.File)
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", exit.Refuse(RefuseTokenUnreadable, "--token-file %s is not a regular file", t.src.File)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return "", exit.Wrap(RefuseTokenUnreadable, err, "--token-file %s cannot be read", t.src.File)
-	}
-	if len(data) > maxTokenFile {
-		return "", exit.Refuse(RefuseTokenUnreadable, "--token-file %s is larger than %d bytes; it should hold the token only", t.src.File, maxTokenFile)
+		return "", exit.Within(RefuseTokenUnreadable, err, "--token-file %v; it should be a regular file that holds the token only", err)
 	}
 	v := strings.TrimSpace(string(data))
 	if v == "" {

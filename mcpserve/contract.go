@@ -5,15 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // ContractFormat is the format tag every tool contract carries.
@@ -127,52 +126,19 @@ func LoadContract(path string) (*Contract, error) {
 	return ParseContract(path, data)
 }
 
-// readContractFile reads at most MaxContractBytes of a regular file. It
-// opens without blocking so that a FIFO is refused, not waited on.
+// readContractFile reads at most MaxContractBytes of a regular file,
+// refusing a named pipe rather than waiting on it (internal/inputfile).
 func readContractFile(path string) ([]byte, error) {
-	unreadable := func(format string, args ...any) error {
-		return exit.Refuse(RefuseUnreadable, "the tool contract %s %s", path, fmt.Sprintf(format, args...))
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		if st, serr := os.Stat(path); serr == nil && !st.Mode().IsRegular() {
-			return nil, unreadable("is not a regular file (it is %s); pass the tool contract's file itself", describeMode(st.Mode()))
-		}
-		return nil, unreadable("cannot be opened (%v); pass the path of a readable tool contract file", errors.Unwrap(err))
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, unreadable("cannot be examined (%v)", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, unreadable("is not a regular file (it is %s); pass the tool contract's file itself", describeMode(st.Mode()))
-	}
-	if st.Size() > MaxContractBytes {
-		return nil, unreadable("is %d bytes, past the 4 MiB (%d bytes) limit; split the contract or trim its schemas", st.Size(), MaxContractBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxContractBytes+1))
-	if err != nil {
-		return nil, unreadable("cannot be read (%v)", errors.Unwrap(err))
-	}
-	if len(data) > MaxContractBytes {
-		return nil, unreadable("holds more than the 4 MiB (%d bytes) limit; split the contract or trim its schemas", MaxContractBytes)
+	data, err := inputfile.Read(path, MaxContractBytes)
+	switch {
+	case errors.Is(err, inputfile.ErrNotRegular):
+		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the tool contract's file itself", err)
+	case errors.Is(err, inputfile.ErrTooLarge):
+		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v (4 MiB); split the contract or trim its schemas", err)
+	case err != nil:
+		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the path of a readable tool contract file", err)
 	}
 	return data, nil
-}
-
-func describeMode(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "not a plain file"
 }
 
 var bom = []byte("\xef\xbb\xbf")

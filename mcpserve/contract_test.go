@@ -128,7 +128,7 @@ func TestContractUnreadable(t *testing.T) {
 	})
 	t.Run("directory", func(t *testing.T) {
 		_, err := LoadContract(dir)
-		wantRefusal(t, err, RefuseUnreadable, "is not a regular file (it is a directory)")
+		wantRefusal(t, err, RefuseUnreadable, "is a directory, not a regular file")
 	})
 	t.Run("fifo", func(t *testing.T) {
 		fifo := filepath.Join(dir, "fifo")
@@ -171,7 +171,7 @@ func TestContractUnreadable(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := LoadContract(p)
-		wantRefusal(t, err, RefuseUnreadable, "past the 4 MiB")
+		wantRefusal(t, err, RefuseUnreadable, "past its limit of 4194304 (4 MiB)")
 	})
 	t.Run("exactly 4 MiB", func(t *testing.T) {
 		head := "format: metaharness.tool-contract/1\nentries: []\n"

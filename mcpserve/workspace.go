@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // workspace is the tree the performers act in. Every path is resolved
@@ -102,7 +103,7 @@ func (w *workspace) openRegular(entry, field, p string) (*os.File, fs.FileInfo, 
 	}
 	if !st.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, callErr(entry, field, "%q is %s, not a regular file", p, describeMode(st.Mode()))
+		return nil, nil, callErr(entry, field, "%q is %s, not a regular file", p, inputfile.Kind(st.Mode()))
 	}
 	return f, st, nil
 }
@@ -129,7 +130,7 @@ func (w *workspace) replaceFile(entry, field, p string, data []byte) *CallError 
 	case err == nil && st.Mode()&fs.ModeSymlink != 0:
 		return callErr(entry, field, "%q is a symbolic link; write the file it points to by its own path", p)
 	case err == nil && !st.Mode().IsRegular():
-		return callErr(entry, field, "%q is %s, not a regular file", p, describeMode(st.Mode()))
+		return callErr(entry, field, "%q is %s, not a regular file", p, inputfile.Kind(st.Mode()))
 	case err == nil:
 		mode = st.Mode().Perm()
 	case !errors.Is(err, fs.ErrNotExist):

@@ -29,6 +29,10 @@ const Format = "trace-ir/1"
 // is never made shorter than its stream.
 const RefuseUnreadable exit.Name = "projection-unreadable"
 
+// MaxInputBytes bounds a stream or raw record project reads, which it holds
+// whole: far past any one session's record, and never all of memory.
+const MaxInputBytes = 256 << 20
+
 // family is each event's trace-ir family; an event not listed has none.
 var family = map[string]string{
 	"session.started":   "session_start",

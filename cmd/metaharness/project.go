@@ -3,11 +3,11 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"strings"
 
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kinds"
@@ -45,9 +45,9 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	var streams []*traceir.Stream
 	var sources []traceir.Source
 	for _, path := range c.Events {
-		data, err := os.ReadFile(path)
+		data, err := inputfile.Read(path, traceir.MaxInputBytes)
 		if err != nil {
-			return exit.Refused, exit.Wrap(traceir.RefuseUnreadable, err, "%s cannot be read", path)
+			return exit.Refused, exit.Within(traceir.RefuseUnreadable, err, "%v; name a recorded stream or raw record, a regular file", err)
 		}
 		src := traceir.Source{Format: record.EventFormat, Bytes: data}
 		events := data

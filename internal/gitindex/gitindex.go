@@ -16,11 +16,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // maxIndexBytes bounds how much of an index file is read; git's own
@@ -324,7 +325,7 @@ func FindRepo(dir string) (Repo, error) {
 // followGitfile reads the gitfile at path and returns the git
 // directory it names, resolved against the gitfile's own directory.
 func followGitfile(path string) (string, error) {
-	data, err := readCapped(path, maxGitfileBytes)
+	data, err := inputfile.Read(path, maxGitfileBytes)
 	if err != nil {
 		return "", err
 	}
@@ -345,28 +346,11 @@ func followGitfile(path string) (string, error) {
 	return target, nil
 }
 
-// readCapped reads a whole file, refusing one past limit bytes.
-func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
-}
-
 // Load reads and parses the index of repo. A repository with no
 // index file yet (nothing ever added) has an empty index.
 func Load(repo Repo) (*Index, error) {
 	path := filepath.Join(repo.GitDir, "index")
-	data, err := readCapped(path, maxIndexBytes)
+	data, err := inputfile.Read(path, maxIndexBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Index{}, nil
 	}

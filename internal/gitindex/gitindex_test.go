@@ -5,16 +5,19 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/metaharness/metaharness/internal/gitindex/gittest"
+	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
 // lsFiles is `git ls-files --stage` as entries, the oracle the parser
@@ -175,6 +178,35 @@ func TestNoIndexYetIsEmpty(t *testing.T) {
 	gittest.Git(t, dir, "init", "-q")
 	if ix := loadIndex(t, dir); len(ix.Entries) != 0 {
 		t.Errorf("fresh repository: %d entries", len(ix.Entries))
+	}
+}
+
+// TestAnIndexThatIsNotAFileIsRefusedAtOnce: an index that is a named
+// pipe (which a blocking open would wait on for good) or a link to
+// /dev/zero (which a read to the size cap would spend a gigabyte on) is
+// refused before anything is read.
+func TestAnIndexThatIsNotAFileIsRefusedAtOnce(t *testing.T) {
+	for name, make := range map[string]func(string) error{
+		"named pipe":        func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"link to /dev/zero": func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			gittest.Git(t, dir, "init", "-q")
+			p := filepath.Join(dir, ".git", "index")
+			_ = os.Remove(p)
+			if err := make(p); err != nil {
+				t.Fatal(err)
+			}
+			repo, err := FindRepo(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Load(repo)
+			if !errors.Is(err, inputfile.ErrNotRegular) || !strings.Contains(err.Error(), "not a regular file") {
+				t.Fatalf("Load: %v", err)
+			}
+		})
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
 	"os"
 	"path"
 	"slices"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/gitindex"
+	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -125,7 +125,7 @@ func Load(cwd string, paths []string) ([]File, error) {
 	}
 	dirfd, err := unix.Open(cwd, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, refuseBecause(RefuseUnreadable, err,
+		return nil, exit.Within(RefuseUnreadable, err,
 			"--context %s: the --cwd directory %s cannot be opened (%v); name an existing directory with --cwd", paths[0], cwd, err)
 	}
 	defer unix.Close(dirfd)
@@ -211,18 +211,18 @@ func (l *loader) load(declared, rel string) (File, error) {
 		return File{}, exit.Refuse(RefusePathEscapes,
 			"--context %s resolves outside --cwd %s; name a file beneath --cwd", declared, l.cwd)
 	case err != nil:
-		return File{}, refuseBecause(RefuseUnreadable, err,
+		return File{}, exit.Within(RefuseUnreadable, err,
 			"--context %s cannot be opened beneath --cwd %s (%v); name a readable file that exists there", declared, l.cwd, err)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return File{}, refuseBecause(RefuseUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
+		return File{}, exit.Within(RefuseUnreadable, err, "--context %s cannot be examined (%v); name a readable regular file", declared, err)
 	}
 	if !fi.Mode().IsRegular() {
 		return File{}, exit.Refuse(RefuseNotRegularFile,
-			"--context %s is a %s, not a regular file; name a regular file", declared, fileKind(fi.Mode()))
+			"--context %s is %s, not a regular file; name a regular file", declared, inputfile.Kind(fi.Mode()))
 	}
 	if err := l.checkIndexed(declared, rel); err != nil {
 		return File{}, err
@@ -232,12 +232,12 @@ func (l *loader) load(declared, rel string) (File, error) {
 	if room < 0 || fi.Size() > int64(room) {
 		return File{}, l.tooLarge(declared, fi.Size(), pathBytes)
 	}
-	text, err := io.ReadAll(io.LimitReader(f, int64(room)+1))
-	if err != nil {
-		return File{}, refuseBecause(RefuseUnreadable, err, "--context %s cannot be read (%v); name a readable regular file", declared, err)
-	}
-	if len(text) > room {
-		return File{}, l.tooLarge(declared, int64(len(text)), pathBytes)
+	text, err := inputfile.ReadFrom(f, declared, int64(room))
+	switch {
+	case errors.Is(err, inputfile.ErrTooLarge): // it grew while it was read
+		return File{}, l.tooLarge(declared, int64(room)+1, pathBytes)
+	case err != nil:
+		return File{}, exit.Within(RefuseUnreadable, err, "--context %v; name a readable regular file", err)
 	}
 	if err := checkText(declared, text); err != nil {
 		return File{}, err
@@ -264,19 +264,19 @@ func (l *loader) checkIndexed(declared, rel string) error {
 				declared, l.cwd, err)
 		}
 		if err != nil {
-			return refuseBecause(RefuseGitIndexUnreadable, err,
+			return exit.Within(RefuseGitIndexUnreadable, err,
 				"--context %s: the git repository that holds --cwd %s cannot be found (%v); repair its .git gitfile or directory", declared, l.cwd, err)
 		}
 		ix, err := gitindex.Load(repo)
 		if err != nil {
-			return refuseBecause(RefuseGitIndexUnreadable, err,
+			return exit.Within(RefuseGitIndexUnreadable, err,
 				"--context %s: git's index of the repository at %s cannot be read (%v); repair it and run again", declared, repo.Root, err)
 		}
 		l.repo, l.index = repo, ix
 	}
 	name, err := l.repo.PathOf(l.cwd, rel)
 	if err != nil {
-		return refuseBecause(RefuseGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
+		return exit.Within(RefuseGitIndexUnreadable, err, "--context %s cannot be placed in the repository at %s (%v); run from inside the repository", declared, l.repo.Root, err)
 	}
 	if !l.index.Has(name) {
 		return exit.Refuse(RefuseNotInGitIndex,
@@ -284,30 +284,4 @@ func (l *loader) checkIndexed(declared, rel string) error {
 			declared, name, l.repo.Root)
 	}
 	return nil
-}
-
-// refuseBecause is a refusal whose message already says err in its
-// place (before the remedy) and that keeps err as its cause.
-func refuseBecause(name exit.Name, err error, format string, args ...any) error {
-	r := exit.Refuse(name, format, args...)
-	r.Err = err
-	return r
-}
-
-// fileKind names a non-regular file type for a refusal.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "directory"
-	case m&os.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&os.ModeSocket != 0:
-		return "socket"
-	case m&os.ModeCharDevice != 0:
-		return "character device"
-	case m&os.ModeDevice != 0:
-		return "block device"
-	default:
-		return "special file"
-	}
 }
