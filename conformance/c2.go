@@ -49,6 +49,13 @@ func Replay(kind launcher.Replayer, run string, transcript []byte) ([]byte, erro
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
+	if e, ok := r.(launcher.Ender); ok {
+		for _, it := range e.End() {
+			if err := w.Emit(it.Event); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := w.Close(kind.CloseReason(r.Terminal()), nil); err != nil {
 		return nil, err
 	}

@@ -446,23 +446,26 @@ func TestCheckControls(t *testing.T) {
 		name      string
 		mode      Mode
 		withFrame bool
+		seamed    bool
 		refuses   func(string) string
 		refusal   exit.Name
 		ids       []string
 	}{
-		{"claude frame with frame", ModeFrame, true, claudeRefuses, "", nil},
-		{"claude ask", ModeAsk, false, claudeRefuses, "", nil},
-		{"b10x frame without frame", ModeFrame, false, b10x, "", nil},
-		{"b10x ask", ModeAsk, false, b10x, "unsupported-control", []string{"start/tool.decide"}},
-		{"b10x frame with frame", ModeFrame, true, b10x, "unsupported-control", []string{"start/tool.decide"}},
-		{"shadowed ask", ModeAsk, false, shadowed, "shadowed", []string{"start/tool.decide"}},
-		{"nothing honoured", ModeObserve, false, func(string) string { return record.UnsupportedControl },
+		{"claude frame with frame", ModeFrame, true, true, claudeRefuses, "", nil},
+		{"claude ask", ModeAsk, false, true, claudeRefuses, "", nil},
+		{"b10x frame without frame", ModeFrame, false, false, b10x, "", nil},
+		{"b10x observe records only", ModeObserve, false, false, b10x, "", nil},
+		{"b10x ask", ModeAsk, false, false, b10x, "unsupported-control", []string{"start/tool.decide"}},
+		{"b10x frame with frame", ModeFrame, true, false, b10x, "unsupported-control", []string{"start/tool.decide"}},
+		{"shadowed ask", ModeAsk, false, true, shadowed, "shadowed", []string{"start/tool.decide"}},
+		{"seamed observe needs tool.decide", ModeObserve, false, true, shadowed, "shadowed", []string{"start/tool.decide"}},
+		{"nothing honoured", ModeObserve, false, true, func(string) string { return record.UnsupportedControl },
 			"unsupported-control", []string{"start/halt", "start/interrupt", "start/tool.decide"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var b bytes.Buffer
-			err := CheckControls(record.NewWriter(&b, "r"), "kind", c.mode, c.withFrame, c.refuses)
+			err := CheckControls(record.NewWriter(&b, "r"), "kind", c.mode, c.withFrame, c.seamed, c.refuses)
 			var r *exit.Refusal
 			if c.refusal == "" {
 				if err != nil || b.Len() != 0 {

@@ -55,10 +55,13 @@ func CheckMode(mode Mode, f *Frame) error {
 
 // RequiredCommands lists the commands a run's configuration needs the kind
 // to honour: halt and interrupt always, tool.decide when the embedder or a
-// frame decides (ask, observe, or a frame given).
-func RequiredCommands(mode Mode, withFrame bool) []string {
+// frame decides (ask, or a frame given), and under observe when the kind
+// presents its calls at a seam that observe answers (seamed). A kind with
+// no call seam (the b10x loop decides its own calls) only records them under
+// observe, and needs no tool.decide for it.
+func RequiredCommands(mode Mode, withFrame, seamed bool) []string {
 	req := []string{"halt", "interrupt"}
-	if mode == ModeAsk || mode == ModeObserve || withFrame {
+	if mode == ModeAsk || (mode == ModeObserve && seamed) || withFrame {
 		req = append(req, "tool.decide")
 	}
 	return req
@@ -69,14 +72,14 @@ func RequiredCommands(mode Mode, withFrame bool) []string {
 // command.result with id "start/<command>" to w; if there was any, it
 // returns the refusal that ends the run (exit 2), named after the first
 // code (unsupported-control, shadowed).
-func CheckControls(w *record.Writer, kind string, mode Mode, withFrame bool, refuses func(command string) string) error {
+func CheckControls(w *record.Writer, kind string, mode Mode, withFrame, seamed bool, refuses func(command string) string) error {
 	config := "--decisions " + string(mode)
 	if withFrame {
 		config += " with --frame"
 	}
 	var first string
 	var named []string
-	for _, cmd := range RequiredCommands(mode, withFrame) {
+	for _, cmd := range RequiredCommands(mode, withFrame, seamed) {
 		code := refuses(cmd)
 		if code == "" {
 			continue

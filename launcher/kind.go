@@ -99,6 +99,19 @@ type Session interface {
 	Control(c record.Command) error
 }
 
+// SpecChecker is a kind with refusals of its own that read only the spec.
+// Run calls CheckSpec after the kind-neutral checks, before anything starts.
+type SpecChecker interface {
+	CheckSpec(spec *Spec) error
+}
+
+// Refuser is a session whose child can refuse its launch after the spawn,
+// before any model request (the b10x loop's refused record). Run closes the
+// stream and returns the refusal (exit 2) instead of an attestation.
+type Refuser interface {
+	Refusal() error
+}
+
 // Answerer is a session whose child's programs ask over the decision channel
 // (internal/decide). A session that is not one has its channel requests
 // decided by Services.Decide.
@@ -159,6 +172,13 @@ type Transcript interface {
 	Read(line []byte) []Item
 	// Terminal is the session.ended the record produced, nil when none.
 	Terminal() *record.SessionEnded
+}
+
+// Ender is a transcript with something to say once the record has ended
+// (the b10x loop's missing terminal record). A session emits End's items
+// after the last line, and so does a replay.
+type Ender interface {
+	End() []Item
 }
 
 // Item is one event and the vendor timestamp it carries ("" when none).

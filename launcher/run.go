@@ -57,6 +57,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	d := k.Descriptor()
 	r := &run{spec: spec, kind: k, d: d, io: rio, caps: d.Capabilities}
 	r.runner, _ = k.(Runner)
+	r.checker, _ = k.(SpecChecker)
 	ctx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 	defer r.cleanup()
@@ -88,12 +89,13 @@ func (r *run) endStream(wasStopped bool) {
 }
 
 type run struct {
-	spec   *Spec
-	kind   Kind
-	d      *Descriptor
-	runner Runner // nil: the kind's run loop is not built
-	io     IO
-	caps   *Capabilities
+	spec    *Spec
+	kind    Kind
+	d       *Descriptor
+	runner  Runner      // nil: the kind's run loop is not built
+	checker SpecChecker // nil: the kind has no refusals of its own
+	io      IO
+	caps    *Capabilities
 
 	auditor  *attest.Auditor
 	frame    *frame.Frame
@@ -134,6 +136,11 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 	}
 	if err := CheckSpec(s, r.d); err != nil {
 		return exit.Refused, err
+	}
+	if r.checker != nil {
+		if err := r.checker.CheckSpec(s); err != nil {
+			return exit.Refused, err
+		}
 	}
 	mode := s.Decisions
 	if s.Frame != "" {
@@ -178,7 +185,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 		return exit.Refused, err
 	}
 	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
-	if err := frame.CheckControls(r.events, s.Kind, mode, r.frame != nil, refuses); err != nil {
+	if err := frame.CheckControls(r.events, s.Kind, mode, r.frame != nil, r.caps.Tiers.Call != Absent, refuses); err != nil {
 		return exit.Refused, err
 	}
 	if r.caps.Mode(s.Decisions) != Delivered {
@@ -286,7 +293,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
 		return exit.Refused, VendorNotFound(r.d, err)
 	}
-	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
+	if w.Version, err = r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return exit.Refused, err
 	}
 
@@ -301,6 +308,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
 	if len(r.context) > 0 {
 		w.Context = contextfile.Render(r.context)
+		w.ContextFiles = r.context
 	}
 	if r.contract != nil {
 		w.CatalogueCopy = filepath.Join(r.scratch, "catalogue.json")
@@ -390,28 +398,29 @@ func (r *run) startProxy(w *World) error {
 	return nil
 }
 
-// checkVersion runs the vendor's --version: off the pin is a warning, or a
-// refusal under --strict-version.
-func (r *run) checkVersion(ctx context.Context, binary, childPath string) error {
+// checkVersion runs the vendor's --version and returns it ("" when it
+// could not be read): off the pin is a warning, or a refusal under
+// --strict-version.
+func (r *run) checkVersion(ctx context.Context, binary, childPath string) (string, error) {
 	v, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + filepath.Join(r.scratch, "home")})
 	r.happened = append(r.happened, "the vendor binary was run with --version")
 	if err := stopped(ctx, "while "+binary+" --version ran"); err != nil {
-		return err
+		return "", err
 	}
 	pins := strings.Join(r.caps.VersionsPinned, ", ")
 	switch {
 	case err == nil && slices.Contains(r.caps.VersionsPinned, v):
-		return nil
+		return v, nil
 	case r.spec.StrictVersion && err != nil:
-		return exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+		return "", exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
 	case r.spec.StrictVersion:
-		return exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
+		return "", exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
 	}
 	msg := fmt.Sprintf("%s is %s, off the pin (%s); the run goes on, and --strict-version would refuse it", binary, v, pins)
 	if err != nil {
 		msg = fmt.Sprintf("the version of %s could not be read (%v); the pin is %s", binary, err, pins)
 	}
-	return r.events.Emit(&record.Warning{Code: "VERSION_OFF_PIN", Message: msg})
+	return v, r.events.Emit(&record.Warning{Code: "VERSION_OFF_PIN", Message: msg})
 }
 
 // writeFiles writes the plan's scratch files with exclusive create.
@@ -498,6 +507,11 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	}
 	if err := r.events.Close(reason, process); err != nil {
 		return exit.Refused, err
+	}
+	if rf, ok := svc.sess.(Refuser); ok {
+		if err := rf.Refusal(); err != nil {
+			return exit.Refused, err
+		}
 	}
 	return r.conclude(ctx, plan, transcriptPath, process, terminal)
 }

@@ -133,6 +133,9 @@ type Plan struct {
 	// MCPServers are the servers the launch gives the child (H5 compares
 	// them with the record).
 	MCPServers []string `json:"mcp_servers"`
+	// Version is the vendor version the launch was planned against
+	// (World.Version), for a kind whose record names none.
+	Version string `json:"version,omitempty"`
 }
 
 // File is one scratch file the plan writes before the spawn.

@@ -1,5 +1,7 @@
 package launcher
 
+import "github.com/metaharness/metaharness/launcher/contextfile"
+
 // World is what the launcher observed before planning: nothing in a plan is
 // read from anywhere else.
 type World struct {
@@ -24,8 +26,14 @@ type World struct {
 	// the loopback proxy (LoopbackClient.LoopbackEnv), under --credentials
 	// loopback.
 	LoopbackEnv map[string]string `json:"loopback_env,omitempty"`
-	// Context is the rendered --context block (contextfile.Render).
-	Context string `json:"context,omitempty"`
+	// Context is the rendered --context block (contextfile.Render), and
+	// ContextFiles the files as read, for a kind that hands them over as
+	// files of their own (b10x).
+	Context      string             `json:"context,omitempty"`
+	ContextFiles []contextfile.File `json:"context_files,omitempty"`
+	// Version is the vendor's --version as read before planning, "" when
+	// it could not be read.
+	Version string `json:"version,omitempty"`
 	// MemoryAbove lists memory files (the kind's Memory.Shapes) found above the
 	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
 	MemoryAbove  []string `json:"memory_above,omitempty"`

@@ -11,18 +11,20 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/metaharness/metaharness/conformance/fakevendor"
+	"github.com/metaharness/metaharness/internal/b10xstandin"
 )
 
 // TestMain lets the test binary stand in for metaharness inside scripts,
 // for the vendors (`vendor claude` puts the stand-in where a run looks for
-// it; conformance/fakevendor) and for an embedder answering a run's stream
-// on its stdin.
+// it; conformance/fakevendor, and internal/b10xstandin for b10x-harness)
+// and for an embedder answering a run's stream on its stdin.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"metaharness": main,
-		"claude":      fakevendor.ClaudeMain,
-		"codex":       fakevendor.CodexMain,
-		"embedder":    embedderMain,
+		"metaharness":  main,
+		"claude":       fakevendor.ClaudeMain,
+		"codex":        fakevendor.CodexMain,
+		"b10x-harness": b10xstandin.MainFromTestscript,
+		"embedder":     embedderMain,
 	})
 }
 

@@ -20,7 +20,7 @@ type projectCmd struct {
 	To     string   `default:"trace-ir" help:"The document format; only trace-ir."`
 	Out    string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
 	HTML   string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet)." type:"path"`
-	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT (claude-stream-json), through the kind's own reader."`
+	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT (claude-stream-json, b10x-jsonl), through the kind's own reader."`
 }
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {

@@ -66,21 +66,21 @@ type runCmd struct {
 // b10xFlags reach the beyond10x loop only; on claude and codex each is
 // refused by name, because a vendor arm's scope travels sealed in the frame.
 type b10xFlags struct {
-	Hooks                    string   `help:"b10x: the loop's hooks file."`
-	Driver                   string   `help:"b10x: a program staged read-only for the confined run."`
-	Substrate                string   `help:"b10x: the confinement substrate's socket."`
+	Hooks                    string   `help:"b10x: the loop's hooks file." type:"path"`
+	Driver                   string   `help:"b10x: a program staged read-only for the confined run." type:"path"`
+	Substrate                string   `help:"b10x: the confinement substrate's socket." type:"path"`
 	SubstrateEmbedded        bool     `help:"b10x: use the embedded confinement substrate."`
-	CgroupRoot               string   `help:"b10x: the cgroup root for confinement."`
+	CgroupRoot               string   `help:"b10x: the cgroup root for confinement." type:"path"`
 	Toolchain                string   `help:"b10x: the toolchain to expose."`
-	Prices                   string   `help:"b10x: a price table."`
+	Prices                   string   `help:"b10x: a rate card; each priced request's cost is summed into session.ended." type:"path"`
 	WriteScope               []string `sep:"none" help:"b10x: GLOB=allowed|partial-only|denied (repeatable)."`
-	ScopeAnnounce            string   `help:"b10x: stated or silent."`
+	ScopeAnnounce            string   `enum:",stated,silent" default:"" help:"b10x: stated (the loop's default) or silent."`
 	ProcessWriteSubtree      []string `sep:"none" help:"b10x: a directory confined processes may write (repeatable)."`
 	ModelWire                string   `help:"b10x: openai-responses or anthropic-messages."`
-	SubscriptionTokenFile    string   `help:"b10x: a subscription token file."`
-	SubscriptionTokenEnv     string   `help:"b10x: a subscription token variable."`
+	SubscriptionTokenFile    string   `help:"b10x: a subscription token file the loop reads (metaharness never opens it)." type:"path"`
+	SubscriptionTokenEnv     string   `help:"b10x: the variable holding a subscription token, handed to the loop by name."`
 	SubscriptionTokenPointer string   `help:"b10x: a JSON pointer into the token document."`
-	APIKeySecret             string   `name:"api-key-secret" help:"b10x: the OS secret store entry holding the key."`
+	APIKeySecret             string   `name:"api-key-secret" help:"b10x, with --credentials api-key: the OS secret store item the loop reads its key from, over the session bus."`
 }
 
 // hermeticFlag is --hermetic with an optional value: bare means on.

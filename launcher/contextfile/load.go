@@ -67,11 +67,11 @@ const (
 type File struct {
 	// Path is the declared path cleaned (no "." or empty components),
 	// slash-separated and relative to --cwd.
-	Path string
+	Path string `json:"path"`
 	// Text is the file's content, read once; valid UTF-8 with no NUL byte.
-	Text string
+	Text string `json:"text"`
 	// SHA256 is the lowercase hex SHA-256 of Text.
-	SHA256 string
+	SHA256 string `json:"sha256"`
 }
 
 // Bytes is the size of the content.

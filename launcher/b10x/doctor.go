@@ -1,0 +1,78 @@
+package b10x
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/contextfile"
+)
+
+// longFlag is a long option as clap's help lists it.
+var longFlag = regexp.MustCompile(`--[a-z0-9][a-z0-9-]*`)
+
+// ProbeFlags reads the options `b10x-harness run --help` declares, in the
+// environment a launch would give the loop, and holds to them every flag
+// any launch can emit (EmittedFlags). The loop's version string has not
+// always moved when its flags did, so the flags are checked, not only the
+// version.
+func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
+	emitted, err := EmittedFlags()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "run", "--help")
+	cmd.Env = []string{"PATH=" + launcher.ChildPath(callerHome), "XDG_CONFIG_HOME=" + filepath.Join(scratch, "config")}
+	cmd.Dir = scratch
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s run --help: %w", binary, err)
+	}
+	declared := longFlag.FindAllString(string(out), -1)
+	var faults []string
+	for _, f := range emitted {
+		if !slices.Contains(declared, f) {
+			faults = append(faults, fmt.Sprintf("%s does not declare %s, which the launch uses", binary, f))
+		}
+	}
+	return emitted, faults, nil
+}
+
+// EmittedFlags is every flag a b10x launch can put on the loop's argv, in
+// the order the launch writes them: the union over launches that between
+// them set every b10x flag (each credential, each confinement).
+func EmittedFlags() ([]string, error) {
+	base := launcher.Spec{Kind: "b10x", Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: "api-key",
+		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"},
+		B10x: launcher.B10xSpec{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
+			Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
+			ModelWire: Wires[0]}}
+	secret, subFile, subEnv := base, base, base
+	secret.B10x.APIKeySecret, secret.B10x.SubstrateEmbedded, secret.B10x.Substrate, secret.B10x.Toolchain = "doctor", false, "/s", ""
+	subFile.Credentials, subFile.B10x.SubscriptionTokenFile, subFile.B10x.SubscriptionTokenPointer = "none", "/t", "/a"
+	subEnv.Credentials, subEnv.B10x.SubscriptionTokenEnv = "none", "DOCTOR_TOKEN"
+	w := &launcher.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
+		ContextFiles: []contextfile.File{{Path: "a.md", Text: "doctor"}}}
+	var out []string
+	for _, s := range []launcher.Spec{base, secret, subFile, subEnv} {
+		p, err := Plan(&s, w)
+		if err != nil {
+			return nil, fmt.Errorf("planning the widest launch: %w", err)
+		}
+		for _, a := range p.Args {
+			f, _, _ := strings.Cut(a, "=")
+			if strings.HasPrefix(f, "--") && !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,159 @@
+// Package b10x holds everything specific to the beyond10x loop
+// (b10x-harness), which metaharness observes and never drives: the pure
+// launch plan (Plan, pinned by the C1 vectors in
+// conformance/testdata/c1/b10x), the reader of its --json record (Reader,
+// pinned by the C2 vectors), the session that reads it during a run, the
+// flag probe doctor runs, and the descriptor.
+//
+// The loop is a direct provider: it dials the model itself, decides its own
+// calls (metaharness launches it with --approve-up-to high and records what
+// it did), and carries no caller's catalogue. So only --decisions observe
+// is offered, no tool.decided is ever written, and what the loop refused or
+// blocked arrives as warnings (hook-refused, hook-failed, approval-denied,
+// unpublished-tool, program-refused).
+package b10x
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Pin is the b10x-harness version the reference notes record last.
+const Pin = "0.13.3"
+
+// ContextChannel is how --context files reach the model: each file, copied
+// into the scratch tree, is passed as --context and rendered by the loop
+// as an operator.context layer of its instructions (<context
+// kind="provided_context" trust="operator" source="…">, its text with &
+// and < escaped).
+const ContextChannel = "loop-context-layer"
+
+// memory is the loop's memory files: it reads CLAUDE.md and AGENTS.md.
+var memory = attest.Memory{Shapes: []string{"CLAUDE.md", "AGENTS.md"}}
+
+// RecordFormat names the loop's --json record for project --from.
+const RecordFormat = "b10x-jsonl"
+
+// Capabilities is the b10x descriptor. What it claims is what the tests
+// drive: observe (the run loop against the stand-in), kill (interrupt and
+// halt stop the loop's process group). metaharness has no seam into the
+// loop's calls or turns, and fixes none of its offered tools, so those
+// tiers are absent; frame and ask would need the call seam.
+func Capabilities() *launcher.Capabilities {
+	s := launcher.Str
+	return &launcher.Capabilities{
+		Adapter:        launcher.AdapterName{ID: "b10x", Class: "direct_provider"},
+		VersionsPinned: []string{Pin},
+		Tiers: launcher.Tiers{
+			Registration: launcher.Absent, Call: launcher.Absent,
+			Turn: launcher.Absent, Kill: launcher.Delivered,
+		},
+		Commands: map[string]launcher.CommandSupport{
+			"interrupt":      launcher.Honoured,
+			"halt":           launcher.Honoured,
+			"tool.decide":    launcher.RefusedWith(record.UnsupportedControl),
+			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
+			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
+			"steer":          launcher.RefusedWith(record.UnsupportedControl),
+			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		},
+		DecisionModes: map[string]launcher.Status{
+			"observe": launcher.Delivered, "frame": launcher.Absent, "ask": launcher.Absent,
+		},
+		Rendering: map[string]*string{
+			"file.read": s("file_read"), "file.write": s("file_write"), "file.edit": s("file_edit"),
+			"dir.list": s("dir_list"), "search": s("search"), "shell": s("run"),
+			"web.read": nil, "skill.load": nil, "subagent.spawn": nil, "task.todo": nil, "mcp.call": nil,
+		},
+		CatalogueRendering: nil,
+	}
+}
+
+// Kind is the b10x loop as every verb sees it: its spec checks, the run
+// loop, C2 replays and doctor's flag probe are built.
+type Kind struct{}
+
+var (
+	_ launcher.Runner      = Kind{}
+	_ launcher.Replayer    = Kind{}
+	_ launcher.FlagProber  = Kind{}
+	_ launcher.SpecChecker = Kind{}
+)
+
+func (Kind) Descriptor() *launcher.Descriptor {
+	return &launcher.Descriptor{
+		Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities(),
+		Install:        "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
+		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
+		Memory: memory,
+		Rules: launcher.Rules{
+			PromptOptional: true,
+			LoopFlags:      true,
+			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
+			NoDecisions:    "metaharness observes the loop and decides nothing there; pass --decisions observe",
+			Credentials: map[launcher.Credentials]string{
+				launcher.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
+				launcher.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
+			},
+		},
+		Catalogue: mcpserve.Carriage{NotCarried: "the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex"},
+	}
+}
+
+func (Kind) CheckSpec(spec *launcher.Spec) error { return CheckSpec(spec) }
+
+func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+	return Plan(spec, w)
+}
+
+// VendorTimeout: the loop asks metaharness nothing, so no deadline is ever
+// armed; the engine's default stands.
+func (Kind) VendorTimeout() time.Duration              { return 0 }
+func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
+func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
+
+// entryOps is the rendering table read backwards: the operation each of the
+// loop's entries performs and the argument naming its subject.
+var entryOps = map[string]struct{ op, key string }{
+	"file_read": {"file.read", "path"}, "file_write": {"file.write", "path"}, "file_edit": {"file.edit", "path"},
+	"dir_list": {"dir.list", "path"}, "search": {"search", "path"}, "run": {"shell", "argv"},
+}
+
+// Resolve maps a loop call to the operation its entry performs and its
+// subject as the loop names it (file:<path>, proc:<program>); any other
+// entry resolves to nothing. The loop has no catalogue of the caller's.
+func (Kind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
+	return func(tool string, input json.RawMessage) frame.Resolution {
+		e, ok := entryOps[tool]
+		if !ok {
+			return frame.Resolution{}
+		}
+		res := frame.Resolution{Operations: []frame.Operation{{Op: e.op}}}
+		var args map[string]json.RawMessage
+		if json.Unmarshal(input, &args) != nil {
+			return res
+		}
+		if e.key == "argv" {
+			var argv []string
+			if json.Unmarshal(args["argv"], &argv) == nil && len(argv) > 0 {
+				res.Subjects = []string{"proc:" + argv[0]}
+			}
+			return res
+		}
+		var p string
+		switch {
+		case json.Unmarshal(args[e.key], &p) == nil && strings.TrimSpace(p) != "":
+			res.Subjects = []string{"file:" + p}
+		case e.op == "dir.list" || e.op == "search":
+			res.Subjects = []string{"file:."} // their path defaults to the workspace
+		}
+		return res
+	}
+}

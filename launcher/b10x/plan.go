@@ -1,0 +1,292 @@
+package b10x
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// KeyEnv is the variable --credentials api-key reads by name and hands the
+// loop under its own name.
+const KeyEnv = "OPENAI_API_KEY"
+
+// BusEnv are the variables --api-key-secret adds, each when the caller has
+// it: the loop opens the OS secret store over the session bus they name
+// (libdbus falls back to $XDG_RUNTIME_DIR/bus when the address is unset).
+var BusEnv = []string{"DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"}
+
+// ToolchainEnv are passed by name, when the caller has them, for a declared
+// --toolchain.
+var ToolchainEnv = []string{"RUSTUP_HOME", "CARGO_HOME"}
+
+// Wires are the loop's provider wires (--model-wire, passed as --wire).
+var Wires = []string{"openai-responses", "anthropic-messages"}
+
+// scopes are the write scopes of --write-scope GLOB=SCOPE.
+var scopes = []string{"allowed", "partial-only", "denied"}
+
+// workspaceName is what the embedded substrate accepts as the workspace's
+// name: ASCII letters, digits, _ and -, not starting with -.
+var workspaceName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+
+// envName is a portable environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// CheckSpec is the b10x kind's own refusals, pure: what the loop needs that
+// the spec lacks, flags the loop's launch cannot carry, and combinations
+// that cannot mean what they say. The first problem found is reported.
+func CheckSpec(s *launcher.Spec) error {
+	b := s.B10x
+	switch {
+	case s.ModelEndpoint == "":
+		return exit.Refuse("model-endpoint-required", "run b10x needs --model-endpoint: the loop is a direct provider and dials the model API itself; pass the API's root URL, for example --model-endpoint https://api.openai.com")
+	case s.Model == "":
+		return exit.Refuse("model-required", "run b10x needs --model: the loop names the model in every request and has no default; pass --model NAME")
+	case s.Effort != "":
+		return exit.Refuse("effort-unsupported", "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
+	case s.MaxBudgetUSD != "":
+		return exit.Refuse("max-budget-unsupported", "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
+	case b.APIKeySecret != "" && s.Credentials != "api-key":
+		return exit.Refuse("api-key-secret-needs-api-key", "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
+	case b.SubscriptionTokenFile != "" && b.SubscriptionTokenEnv != "":
+		return exit.Refuse("subscription-token-conflict", "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
+	case b.SubscriptionTokenPointer != "" && b.SubscriptionTokenFile == "" && b.SubscriptionTokenEnv == "":
+		return exit.Refuse("subscription-token-pointer-needs-source", "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
+	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == "api-key":
+		return exit.Refuse("subscription-token-with-api-key", "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
+	case b.SubscriptionTokenEnv != "" && (!envName.MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
+		return exit.Refuse("subscription-token-env-invalid", "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
+	case b.Substrate != "" && b.SubstrateEmbedded:
+		return exit.Refuse("substrate-conflict", "--substrate %s and --substrate-embedded name two confinements, and the loop takes one; keep one", b.Substrate)
+	case len(s.AllowProgs) > 0 && b.Substrate == "" && !b.SubstrateEmbedded:
+		return exit.Refuse("allow-program-needs-substrate", "--allow-program %s on b10x declares what a confined run may start, and no confinement is named; add --substrate SOCKET or --substrate-embedded, or drop it", s.AllowProgs[0])
+	case b.Toolchain != "" && b.Substrate != "":
+		return exit.Refuse("toolchain-with-substrate-socket", "--toolchain %s beside --substrate %s: a socket-backed substrate cannot receive this process's declared toolchain roots, and the loop refuses it; use --substrate-embedded or drop --toolchain", b.Toolchain, b.Substrate)
+	case b.ModelWire != "" && !slices.Contains(Wires, b.ModelWire):
+		return exit.Refuse("model-wire-unknown", "--model-wire %s: the loop speaks %s; name one of them", b.ModelWire, strings.Join(Wires, " or "))
+	}
+	for _, ws := range b.WriteScope {
+		glob, scope, ok := strings.Cut(ws, "=")
+		if !ok || glob == "" || !slices.Contains(scopes, scope) {
+			return exit.Refuse("write-scope-invalid", "--write-scope %q is not GLOB=SCOPE with SCOPE one of %s; for example --write-scope 'src/**=allowed'", ws, strings.Join(scopes, ", "))
+		}
+	}
+	if b.SubstrateEmbedded && s.Cwd != "" && !workspaceName.MatchString(filepath.Base(s.Cwd)) {
+		return exit.Refuse("substrate-workspace-name", "--substrate-embedded adopts the workspace by its directory's name, and %s's name %q is not one (ASCII letters, digits, _ and -, not starting with -); rename the directory or run without --cwd", s.Cwd, filepath.Base(s.Cwd))
+	}
+	return nil
+}
+
+// Plan builds the b10x launch for spec in world (reference notes b10x-loop
+// §2): the argv in the order the reference launcher writes it, --input
+// last; an environment of PATH and XDG_CONFIG_HOME only, plus what a
+// declared credential or toolchain adds. The --context files are handed
+// over as copies of the bytes metaharness read and digested, in the
+// scratch tree. It reads nothing else.
+func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+	if err := CheckSpec(spec); err != nil {
+		return nil, err
+	}
+	b := spec.B10x
+	cwd := filepath.Join(w.Scratch, "work")
+	if spec.Cwd != "" {
+		cwd = spec.Cwd
+	}
+	config := filepath.Join(w.Scratch, "config")
+	env := map[string]string{"PATH": launcher.ChildPath(w.Env["HOME"]), "XDG_CONFIG_HOME": config}
+
+	args := []string{"run", "--base-url", strings.TrimSuffix(spec.ModelEndpoint, "/") + "/v1", "--model", spec.Model,
+		"--workspace", cwd, "--execution-path", "metaharness", "--json", "--no-session", "--approve-up-to", "high"}
+	// A value that starts with "-" is written in the = form, which is the
+	// only one the loop's parser reads as a value.
+	opt := func(flag, v string) {
+		if strings.HasPrefix(v, "-") {
+			args = append(args, flag+"="+v)
+			return
+		}
+		args = append(args, flag, v)
+	}
+	if b.Hooks != "" {
+		opt("--hooks", b.Hooks)
+	}
+	cred, err := credential(spec, w, env, opt)
+	if err != nil {
+		return nil, err
+	}
+	if b.ModelWire != "" {
+		opt("--wire", b.ModelWire)
+	}
+	if b.Toolchain != "" {
+		opt("--toolchain", b.Toolchain)
+		for _, k := range ToolchainEnv {
+			if v, ok := w.Env[k]; ok {
+				env[k] = v
+			}
+		}
+	}
+	if b.Driver != "" {
+		opt("--driver", b.Driver)
+	}
+	for _, ws := range b.WriteScope {
+		opt("--write-scope", ws)
+	}
+	for _, d := range b.ProcessWriteSubtree {
+		opt("--process-write-subtree", d)
+	}
+	if b.ScopeAnnounce == "silent" {
+		args = append(args, "--scope-announce", "silent")
+	}
+	dirs := []string{config}
+	var files []launcher.File
+	for i, f := range w.ContextFiles {
+		p := filepath.Join(w.Scratch, "context", strconv.Itoa(i), filepath.FromSlash(f.Path))
+		dirs = appendParents(dirs, w.Scratch, filepath.Dir(p))
+		files = append(files, launcher.File{Path: p, Mode: 0o400, Content: f.Text})
+		opt("--context", p)
+	}
+	if b.Prices != "" {
+		opt("--prices", b.Prices)
+	}
+	switch {
+	case b.Substrate != "":
+		opt("--substrate", b.Substrate)
+	case b.SubstrateEmbedded:
+		args = append(args, "--substrate-embedded")
+	}
+	if b.CgroupRoot != "" {
+		opt("--cgroup-root", b.CgroupRoot)
+	}
+	for _, p := range spec.AllowProgs {
+		opt("--allow-program", p)
+	}
+	if spec.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(spec.MaxTurns))
+	}
+	opt("--input", spec.Prompt)
+
+	return &launcher.Plan{
+		Program:     w.Binary,
+		Args:        args,
+		Env:         launcher.SortedEnv(env),
+		Dir:         cwd,
+		Dirs:        dirs,
+		Files:       files,
+		Attestation: attestation(spec, w, cwd, config, env, cred),
+		MCPServers:  []string{},
+		Version:     w.Version,
+	}, nil
+}
+
+// credential adds the declared credential to the argv and the environment
+// and says how in words, for H4.
+func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, opt func(flag, v string)) (string, error) {
+	b := spec.B10x
+	switch {
+	case b.APIKeySecret != "":
+		opt("--api-key-secret", b.APIKeySecret)
+		var added []string
+		for _, k := range BusEnv {
+			if v, ok := w.Env[k]; ok {
+				env[k] = v
+				added = append(added, k)
+			}
+		}
+		return fmt.Sprintf("--api-key-secret %s: the loop reads its key from the OS secret store itself; metaharness reads and forwards no key variable, and hands the loop only %s to reach the store", b.APIKeySecret, orNone(added)), nil
+	case spec.Credentials == "api-key":
+		key := w.Env[KeyEnv]
+		if key == "" {
+			return "", exit.Refuse("api-key-missing", "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
+		}
+		env[KeyEnv] = key
+		opt("--api-key-env", KeyEnv)
+		return KeyEnv + " is in the child's environment because --credentials api-key declared it; the loop reads it by name (--api-key-env)", nil
+	case b.SubscriptionTokenFile != "":
+		opt("--oauth-token-file", b.SubscriptionTokenFile)
+		if b.SubscriptionTokenPointer != "" {
+			opt("--oauth-token-pointer", b.SubscriptionTokenPointer)
+		}
+		return "the loop reads a subscription token from " + b.SubscriptionTokenFile + " itself (--oauth-token-file); metaharness never opens it", nil
+	case b.SubscriptionTokenEnv != "":
+		v, ok := w.Env[b.SubscriptionTokenEnv]
+		if !ok || v == "" {
+			return "", exit.Refuse("subscription-token-missing", "--subscription-token-env %s names a variable that is not set in metaharness's environment; export it, or name the token's file with --subscription-token-file", b.SubscriptionTokenEnv)
+		}
+		env[b.SubscriptionTokenEnv] = v
+		opt("--oauth-token-env", b.SubscriptionTokenEnv)
+		if b.SubscriptionTokenPointer != "" {
+			opt("--oauth-token-pointer", b.SubscriptionTokenPointer)
+		}
+		return b.SubscriptionTokenEnv + " is in the child's environment because --subscription-token-env named it; the loop reads its subscription token from it (--oauth-token-env)", nil
+	}
+	return "no credential reaches the child (--credentials none): the loop sends no auth header", nil
+}
+
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string) record.Attestation {
+	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
+	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
+	var names []string
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	imposed(attest.H1a, "a direct provider with no plugin directory declared: the loop loads no plugin, and XDG_CONFIG_HOME="+config+" is a directory metaharness created empty")
+	imposed(attest.H1b, "a direct provider: the loop has no output style")
+	imposed(attest.H2, "XDG_CONFIG_HOME="+config+" is empty and there is no HOME, so the loop reads no profile or setting of the operator's; --no-session files no session")
+	imposed(attest.H3, "the environment is constructed: "+strings.Join(names, ", ")+"; nothing else is inherited")
+	imposed(attest.H4, credHow)
+	imposed(attest.H5, "no --mcp-profile: the loop connects to no MCP server")
+	imposed(attest.H6, "no credential file is written or copied for the loop")
+	hooks := "no --hooks file is declared"
+	if spec.B10x.Hooks != "" {
+		hooks = "the declared --hooks " + spec.B10x.Hooks + " is passed as given"
+	}
+	imposed(attest.H8, "--approve-up-to high and never --yes, so calls above the ceiling still reach the loop's approver; "+hooks)
+	attest.AttestWorkdir(attest.Workdir{
+		Kind: "b10x", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
+		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
+	}, &a)
+	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H12, Why: "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network"})
+	a.AmbientInputs = append(a.AmbientInputs, "observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
+	if spec.B10x.APIKeySecret != "" {
+		a.AmbientInputs = append(a.AmbientInputs, "the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")
+	}
+	if spec.B10x.Hooks != "" {
+		a.AmbientInputs = append(a.AmbientInputs, "hooks file "+spec.B10x.Hooks+": programs the loop runs at its call points")
+	}
+	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
+	return a
+}
+
+// appendParents adds dir and every directory between root and it to dirs,
+// parents first, once each.
+func appendParents(dirs []string, root, dir string) []string {
+	rel, err := filepath.Rel(root, dir)
+	if err != nil {
+		return dirs
+	}
+	p := root
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		p = filepath.Join(p, filepath.FromSlash(path.Clean(part)))
+		if !slices.Contains(dirs, p) {
+			dirs = append(dirs, p)
+		}
+	}
+	return dirs
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "nothing (the caller has neither " + strings.Join(BusEnv, " nor ") + ")"
+	}
+	return strings.Join(xs, " and ")
+}
