@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/metaharness/metaharness/conformance/vendortest"
 )
 
 // The real MCP clients (SPEC §13): the official TypeScript SDK client, the
@@ -26,6 +28,7 @@ import (
 // METAHARNESS_REQUIRE_REAL_CLIENTS=1) when there is none.
 func nodeTools(t *testing.T) string {
 	t.Helper()
+	vendortest.Record(t)
 	dir := os.Getenv("METAHARNESS_NODE_TOOLS")
 	if dir == "" {
 		if os.Getenv("METAHARNESS_REQUIRE_REAL_CLIENTS") == "1" {

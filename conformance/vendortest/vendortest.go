@@ -8,6 +8,7 @@
 // RequireLoopbackOnly) first. Without the tools or the namespace the test
 // skips with the reason, unless METAHARNESS_REQUIRE_REAL_CLIENTS=1 (set under
 // CI), where it fails. Run such tests with `scripts/loopback-only go test …`.
+// Each such test records whether it ran (Record), for make test's summary.
 package vendortest
 
 import (
@@ -28,6 +29,7 @@ import (
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
+	skipReason(t, msg)
 	if os.Getenv("METAHARNESS_REQUIRE_REAL_CLIENTS") == "1" {
 		t.Fatalf("%s (METAHARNESS_REQUIRE_REAL_CLIENTS=1: this test must run)", msg)
 	}
@@ -38,6 +40,7 @@ func unavailable(t testing.TB, format string, args ...any) {
 // inside), from METAHARNESS_NODE_TOOLS.
 func Tools(t testing.TB) string {
 	t.Helper()
+	Record(t)
 	dir := os.Getenv("METAHARNESS_NODE_TOOLS")
 	if dir == "" {
 		unavailable(t, "METAHARNESS_NODE_TOOLS is unset: run scripts/install-node-tools and export its output (scripts/test does)")
@@ -52,6 +55,7 @@ func Tools(t testing.TB) string {
 // interface is lo, made by scripts/loopback-only (METAHARNESS_LOOPBACK_ONLY=1).
 func RequireLoopbackOnly(t testing.TB) {
 	t.Helper()
+	Record(t)
 	if os.Getenv("METAHARNESS_LOOPBACK_ONLY") != "1" {
 		unavailable(t, "not inside a loopback-only network namespace: run the tests under scripts/loopback-only")
 	}
