@@ -17,6 +17,7 @@ import (
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -684,5 +685,84 @@ func TestDoctorRealCodex(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestRealClaudeCatalogueHookMatcher: the PreToolUse matcher of a
+// catalogue run, as Claude Code itself reads it, starts no hook for the
+// catalogue server's tools and still starts it for every other tool. The
+// model calls a catalogue tool, then the native Read; the hook (a recorder
+// that abstains) sees Read alone, and both calls run.
+func TestRealClaudeCatalogueHookMatcher(t *testing.T) {
+	bin := vendortest.Binary(t, "claude")
+	tools := vendortest.Tools(t)
+	h := vendortest.NewHome(t)
+	self, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes := filepath.Join(h.Work, "notes.md")
+	cat := filepath.Join(h.Root, "tools.yaml")
+	hookLog := filepath.Join(h.Root, "hook.log")
+	settings := filepath.Join(h.Root, "settings.json")
+	mcp := filepath.Join(h.Root, "mcp.json")
+	hook := "cat >> '" + hookLog + "'; echo >> '" + hookLog + "'"
+	for p, v := range map[string]any{
+		settings: map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
+			"matcher": claude.CatalogueHookMatcher,
+			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": 30}},
+		}}}},
+		mcp: map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
+			"type": "stdio", "command": self, "args": []string{"mcp-serve", "--catalogue", cat, "--workspace", h.Work},
+		}}},
+	} {
+		b, _ := json.Marshal(v)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for p, s := range map[string]string{notes: "the release is on Friday\n", cat: readCatalogue} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"notes.md"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(notes) + `}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "-p", "--output-format", "stream-json", "--verbose",
+		"--strict-mcp-config", "--setting-sources", "", "--settings", settings, "--mcp-config", mcp,
+		"--permission-mode", "dontAsk", "--allowedTools", "mcp__metaharness__read_file,Read", "--", "read the notes twice")
+	cmd.Dir = h.Work
+	cmd.Env = h.ClaudeEnv(tools, map[string]string{"ANTHROPIC_BASE_URL": up.URL(), "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"})
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("claude: %v\n%s", err, out)
+	}
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "the release is on Friday") || !strings.Contains(results[1], "the release is on Friday") {
+		t.Errorf("tool results the model saw: %q", results)
+	}
+	logged, _ := os.ReadFile(hookLog)
+	var hooked []string
+	for _, line := range bytes.Split(bytes.TrimSpace(logged), []byte("\n")) {
+		var p struct {
+			Tool string `json:"tool_name"`
+		}
+		if json.Unmarshal(line, &p) == nil {
+			hooked = append(hooked, p.Tool)
+		}
+	}
+	if strings.Join(hooked, ",") != "Read" {
+		t.Errorf("the hook ran for %q, want Read alone", hooked)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,10 +320,11 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 	payload, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": fakeSession,
 		"tool_name": name, "tool_input": input, "tool_use_id": id})
 	for _, m := range settings.Hooks.PreToolUse {
-		if m.Matcher != "" && m.Matcher != name {
+		if !matches(m.Matcher, name) {
 			continue
 		}
 		for _, h := range m.Hooks {
+			fmt.Fprintf(c.stderr, "fake claude: PreToolUse hook for %s\n", name)
 			timeout := time.Duration(max(h.Timeout, 1)) * time.Second
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.Command)
@@ -352,6 +354,28 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 	}
 	return "", "", nil, nil
 }
+
+// matches is Claude Code's reading of a PreToolUse matcher, as far as a
+// run uses it: empty or "*" is every tool, a list of names joined by "|"
+// is those names, and anything else is a regular expression, where the
+// negative lookahead Go's regexp lacks is read for a literal prefix
+// ("^(?!mcp__x__)": every tool not starting with mcp__x__). A pattern that
+// does not compile matches nothing, as in Claude Code.
+func matches(matcher, tool string) bool {
+	switch {
+	case matcher == "" || matcher == "*":
+		return true
+	case namesOnly.MatchString(matcher):
+		return slices.Contains(strings.Split(matcher, "|"), tool)
+	}
+	if p, ok := strings.CutPrefix(matcher, "^(?!"); ok && strings.HasSuffix(p, ")") && regexp.QuoteMeta(p[:len(p)-1]) == p[:len(p)-1] {
+		return !strings.HasPrefix(tool, p[:len(p)-1])
+	}
+	re, err := regexp.Compile(matcher)
+	return err == nil && re.MatchString(tool)
+}
+
+var namesOnly = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
 
 // perform runs an admitted call: a catalogue tool through its MCP server,
 // Read, Write and Bash for real in the cwd, anything else as a no-op.

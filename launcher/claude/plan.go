@@ -19,6 +19,14 @@ import (
 // late answer is always metaharness's refusal, never the vendor's guess.
 const HookTimeoutSeconds = 60
 
+// CatalogueHookMatcher is the PreToolUse matcher of a catalogue run: every
+// tool but the catalogue server's own. Those are decided where mcp-serve
+// performs them, so starting a hook process per call that can only abstain
+// is waste; any other tool the child may be offered still meets the hook.
+// Claude Code reads a matcher that is not a plain list of names as a
+// JavaScript regular expression.
+const CatalogueHookMatcher = "^(?!" + OwnedPrefix + ")"
+
 // ContextChannel is how declared context files reach the model: appended to
 // the system prompt, which every request carries and the record shows. An
 // @path in the user turn is not used: Claude Code turns it into a file read
@@ -100,10 +108,14 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 
 	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
+	matcher := ""
+	if w.CatalogueCopy != "" {
+		matcher = CatalogueHookMatcher
+	}
 	settings := map[string]any{
 		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-			"matcher": "",
+			"matcher": matcher,
 			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": HookTimeoutSeconds}},
 		}}},
 	}

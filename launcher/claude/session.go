@@ -90,7 +90,9 @@ func (s *session) Control(c record.Command) error {
 
 // Answer decides a request of the hook or the catalogue server. The
 // catalogue server's tools are decided at its own seam, where the call is
-// performed; the hook leaves them to it.
+// performed: the hook's matcher leaves them out (CatalogueHookMatcher), and
+// a hook that asks about one all the same abstains, so no call is decided
+// twice.
 func (s *session) Answer(ctx context.Context, req decide.Request) record.Decision {
 	if req.Seam == record.SeamHook && s.catalogue && strings.HasPrefix(req.Tool, OwnedPrefix) {
 		return record.AbstainDecision()
