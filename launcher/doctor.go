@@ -22,6 +22,12 @@ type FlagProber interface {
 	ProbeFlags(ctx context.Context, binary, callerHome, scratch string) (checked, faults []string, err error)
 }
 
+// EnvChecker is a kind with doctor checks of its own that read the caller's
+// environment (b10x: the OS secret store --api-key-secret needs).
+type EnvChecker interface {
+	EnvChecks(ctx context.Context, getenv func(string) string) []Check
+}
+
 // Verdict is a check's outcome in doctor's report.
 type Verdict string
 
@@ -44,11 +50,13 @@ func (c Check) String() string { return string(c.Verdict) + " " + c.Name + ": " 
 // Doctor answers, before any run, whether a launch of k would be clean: the
 // binary on the child's PATH, its version against the pin, whether the
 // kind's run is built and the launch's flags (when the kind can probe
-// them), a loopback bind. It prints one Check per line. Exit 0: no check
+// them), the kind's own checks of the caller's environment (EnvChecker), a
+// loopback bind; getenv reads the caller's environment. It prints one Check
+// per line. Exit 0: no check
 // failed; 1: one did (a launch now would not be clean, or would be
 // refused); 2: doctor itself could not work (no scratch directory).
-func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit.Code, error) {
-	checks, err := doctorChecks(ctx, k, callerHome)
+func Doctor(ctx context.Context, k Kind, getenv func(string) string, out io.Writer) (exit.Code, error) {
+	checks, err := doctorChecks(ctx, k, getenv)
 	if err != nil {
 		return exit.Refused, err
 	}
@@ -64,7 +72,8 @@ func Doctor(ctx context.Context, k Kind, callerHome string, out io.Writer) (exit
 	return code, err
 }
 
-func doctorChecks(ctx context.Context, k Kind, callerHome string) ([]Check, error) {
+func doctorChecks(ctx context.Context, k Kind, getenv func(string) string) ([]Check, error) {
+	callerHome := getenv("HOME")
 	d := k.Descriptor()
 	pins := strings.Join(d.Capabilities.VersionsPinned, ", ")
 	var checks []Check
@@ -88,6 +97,9 @@ func doctorChecks(ctx context.Context, k Kind, callerHome string) ([]Check, erro
 			return nil, err
 		}
 		checks = append(checks, more...)
+	}
+	if ec, ok := k.(EnvChecker); ok {
+		checks = append(checks, ec.EnvChecks(ctx, getenv)...)
 	}
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		add(Fail, "loopback", "cannot bind 127.0.0.1 for the loopback proxy: %v", err)

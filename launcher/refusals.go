@@ -29,6 +29,8 @@ const (
 	RefuseVendorNotFound      exit.Name = "vendor-not-found"
 	RefuseVersionUnknown      exit.Name = "version-unknown"
 	RefuseVersionOffPin       exit.Name = "version-off-pin"
+	// A kind's credential variable is not set (--credentials api-key).
+	RefuseAPIKeyMissing exit.Name = "api-key-missing"
 
 	// Setting the run up failed.
 	RefuseScratchUnavailable exit.Name = "scratch-unavailable"

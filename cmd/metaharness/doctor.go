@@ -14,5 +14,5 @@ type doctorCmd struct {
 
 func (c *doctorCmd) run(e *env) (exit.Code, error) {
 	k, _ := kinds.Lookup(c.Kind) // the enum admits only the table's kinds
-	return launcher.Doctor(context.Background(), k, e.getenv("HOME"), e.stdout)
+	return launcher.Doctor(context.Background(), k, e.getenv, e.stdout)
 }

@@ -76,3 +76,53 @@ func EmittedFlags() ([]string, error) {
 	}
 	return out, nil
 }
+
+// EnvChecks asks whether the OS secret store --api-key-secret reads from
+// answers in the environment a launch would give the loop: the session bus
+// the caller's DBUS_SESSION_BUS_ADDRESS (or $XDG_RUNTIME_DIR/bus) names, and
+// org.freedesktop.secrets owned or activatable on it. Only --api-key-secret
+// needs it, so a missing store is a warning, never a failure.
+func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []launcher.Check {
+	env := []string{"PATH=" + launcher.ChildPath(getenv("HOME"))}
+	var given []string
+	for _, k := range BusEnv {
+		if v := getenv(k); v != "" {
+			env = append(env, k+"="+v)
+			given = append(given, k+"="+v)
+		}
+	}
+	check := func(v launcher.Verdict, format string, args ...any) []launcher.Check {
+		return []launcher.Check{{Verdict: v, Name: "secret-store", Reason: fmt.Sprintf(format, args...)}}
+	}
+	const without = "--api-key-secret would be refused (api-key-secret-unavailable); --credentials api-key with " + KeyEnv + " needs no store"
+	if len(given) == 0 {
+		return check(launcher.Warn, "no session bus: neither %s is set; %s", strings.Join(BusEnv, " nor "), without)
+	}
+	ask := func(method string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "dbus-send", append([]string{"--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus." + method}, args...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if _, err := exec.LookPath("dbus-send"); err != nil {
+		return check(launcher.Warn, "not checked: dbus-send (Debian: dbus) is not installed to ask the bus %s", strings.Join(given, ", "))
+	}
+	owned, err := ask("NameHasOwner", "string:org.freedesktop.secrets")
+	if err != nil {
+		return check(launcher.Warn, "the session bus (%s) does not answer: %s; %s", strings.Join(given, ", "), firstLine(owned), without)
+	}
+	if strings.Contains(owned, "boolean true") {
+		return check(launcher.OK, "org.freedesktop.secrets answers on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
+	}
+	if names, err := ask("ListActivatableNames"); err == nil && strings.Contains(names, `"org.freedesktop.secrets"`) {
+		return check(launcher.OK, "org.freedesktop.secrets is activatable on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
+	}
+	return check(launcher.Warn, "no Secret Service on the session bus (%s): nothing owns or activates org.freedesktop.secrets; %s", strings.Join(given, ", "), without)
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return l
+}

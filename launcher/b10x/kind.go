@@ -85,6 +85,7 @@ var (
 	_ launcher.Replayer    = Kind{}
 	_ launcher.FlagProber  = Kind{}
 	_ launcher.SpecChecker = Kind{}
+	_ launcher.EnvChecker  = Kind{}
 )
 
 func (Kind) Descriptor() *launcher.Descriptor {

@@ -49,40 +49,40 @@ func CheckSpec(s *launcher.Spec) error {
 	b := s.B10x
 	switch {
 	case s.ModelEndpoint == "":
-		return exit.Refuse("model-endpoint-required", "run b10x needs --model-endpoint: the loop is a direct provider and dials the model API itself; pass the API's root URL, for example --model-endpoint https://api.openai.com")
+		return exit.Refuse(RefuseModelEndpointRequired, "run b10x needs --model-endpoint: the loop is a direct provider and dials the model API itself; pass the API's root URL, for example --model-endpoint https://api.openai.com")
 	case s.Model == "":
-		return exit.Refuse("model-required", "run b10x needs --model: the loop names the model in every request and has no default; pass --model NAME")
+		return exit.Refuse(RefuseModelRequired, "run b10x needs --model: the loop names the model in every request and has no default; pass --model NAME")
 	case s.Effort != "":
-		return exit.Refuse("effort-unsupported", "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
+		return exit.Refuse(RefuseEffortUnsupported, "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
 	case s.MaxBudgetUSD != "":
-		return exit.Refuse("max-budget-unsupported", "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
+		return exit.Refuse(RefuseMaxBudgetUnsupported, "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
 	case b.APIKeySecret != "" && s.Credentials != "api-key":
-		return exit.Refuse("api-key-secret-needs-api-key", "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
+		return exit.Refuse(RefuseAPIKeySecretNeedsAPIKey, "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
 	case b.SubscriptionTokenFile != "" && b.SubscriptionTokenEnv != "":
-		return exit.Refuse("subscription-token-conflict", "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
+		return exit.Refuse(RefuseSubscriptionTokenConflict, "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
 	case b.SubscriptionTokenPointer != "" && b.SubscriptionTokenFile == "" && b.SubscriptionTokenEnv == "":
-		return exit.Refuse("subscription-token-pointer-needs-source", "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
+		return exit.Refuse(RefuseSubscriptionTokenPointerNeedsSource, "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
 	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == "api-key":
-		return exit.Refuse("subscription-token-with-api-key", "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
+		return exit.Refuse(RefuseSubscriptionTokenWithAPIKey, "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
 	case b.SubscriptionTokenEnv != "" && (!envName.MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
-		return exit.Refuse("subscription-token-env-invalid", "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
+		return exit.Refuse(RefuseSubscriptionTokenEnvInvalid, "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
 	case b.Substrate != "" && b.SubstrateEmbedded:
-		return exit.Refuse("substrate-conflict", "--substrate %s and --substrate-embedded name two confinements, and the loop takes one; keep one", b.Substrate)
+		return exit.Refuse(RefuseSubstrateConflict, "--substrate %s and --substrate-embedded name two confinements, and the loop takes one; keep one", b.Substrate)
 	case len(s.AllowProgs) > 0 && b.Substrate == "" && !b.SubstrateEmbedded:
-		return exit.Refuse("allow-program-needs-substrate", "--allow-program %s on b10x declares what a confined run may start, and no confinement is named; add --substrate SOCKET or --substrate-embedded, or drop it", s.AllowProgs[0])
+		return exit.Refuse(RefuseAllowProgramNeedsSubstrate, "--allow-program %s on b10x declares what a confined run may start, and no confinement is named; add --substrate SOCKET or --substrate-embedded, or drop it", s.AllowProgs[0])
 	case b.Toolchain != "" && b.Substrate != "":
-		return exit.Refuse("toolchain-with-substrate-socket", "--toolchain %s beside --substrate %s: a socket-backed substrate cannot receive this process's declared toolchain roots, and the loop refuses it; use --substrate-embedded or drop --toolchain", b.Toolchain, b.Substrate)
+		return exit.Refuse(RefuseToolchainWithSubstrateSocket, "--toolchain %s beside --substrate %s: a socket-backed substrate cannot receive this process's declared toolchain roots, and the loop refuses it; use --substrate-embedded or drop --toolchain", b.Toolchain, b.Substrate)
 	case b.ModelWire != "" && !slices.Contains(Wires, b.ModelWire):
-		return exit.Refuse("model-wire-unknown", "--model-wire %s: the loop speaks %s; name one of them", b.ModelWire, strings.Join(Wires, " or "))
+		return exit.Refuse(RefuseModelWireUnknown, "--model-wire %s: the loop speaks %s; name one of them", b.ModelWire, strings.Join(Wires, " or "))
 	}
 	for _, ws := range b.WriteScope {
 		glob, scope, ok := strings.Cut(ws, "=")
 		if !ok || glob == "" || !slices.Contains(scopes, scope) {
-			return exit.Refuse("write-scope-invalid", "--write-scope %q is not GLOB=SCOPE with SCOPE one of %s; for example --write-scope 'src/**=allowed'", ws, strings.Join(scopes, ", "))
+			return exit.Refuse(RefuseWriteScopeInvalid, "--write-scope %q is not GLOB=SCOPE with SCOPE one of %s; for example --write-scope 'src/**=allowed'", ws, strings.Join(scopes, ", "))
 		}
 	}
 	if b.SubstrateEmbedded && s.Cwd != "" && !workspaceName.MatchString(filepath.Base(s.Cwd)) {
-		return exit.Refuse("substrate-workspace-name", "--substrate-embedded adopts the workspace by its directory's name, and %s's name %q is not one (ASCII letters, digits, _ and -, not starting with -); rename the directory or run without --cwd", s.Cwd, filepath.Base(s.Cwd))
+		return exit.Refuse(RefuseSubstrateWorkspaceName, "--substrate-embedded adopts the workspace by its directory's name, and %s's name %q is not one (ASCII letters, digits, _ and -, not starting with -); rename the directory or run without --cwd", s.Cwd, filepath.Base(s.Cwd))
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 	case spec.Credentials == "api-key":
 		key := w.Env[KeyEnv]
 		if key == "" {
-			return "", exit.Refuse("api-key-missing", "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
+			return "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
 		}
 		env[KeyEnv] = key
 		opt("--api-key-env", KeyEnv)
@@ -219,7 +219,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 	case b.SubscriptionTokenEnv != "":
 		v, ok := w.Env[b.SubscriptionTokenEnv]
 		if !ok || v == "" {
-			return "", exit.Refuse("subscription-token-missing", "--subscription-token-env %s names a variable that is not set in metaharness's environment; export it, or name the token's file with --subscription-token-file", b.SubscriptionTokenEnv)
+			return "", exit.Refuse(RefuseSubscriptionTokenMissing, "--subscription-token-env %s names a variable that is not set in metaharness's environment; export it, or name the token's file with --subscription-token-file", b.SubscriptionTokenEnv)
 		}
 		env[b.SubscriptionTokenEnv] = v
 		opt("--oauth-token-env", b.SubscriptionTokenEnv)

@@ -279,7 +279,7 @@ func TestTheLoopsRefusedRecordIsARefusal(t *testing.T) {
 	reason := "reading the context file `/scratch/context/0/notes.md`: No such file or directory (os error 2)"
 	o := newWorld(t, b10xstandin.Config{Refuse: reason}).run(t, spec(), nil)
 	var r *exit.Refusal
-	if o.code != exit.Refused || !errors.As(o.err, &r) || r.Name != "b10x-context-unreadable" || !strings.Contains(r.Message, reason) {
+	if o.code != exit.Refused || !errors.As(o.err, &r) || r.Name != b10x.RefuseContextUnreadable || !strings.Contains(r.Message, reason) {
 		t.Fatalf("exit %d, %v", o.code, o.err)
 	}
 	if got := o.warnings()[b10x.WarnRefused]; got != "b10x-harness refused the run before it started: "+reason {
@@ -289,7 +289,7 @@ func TestTheLoopsRefusedRecordIsARefusal(t *testing.T) {
 		t.Errorf("events %v", o.names())
 	}
 	o = newWorld(t, b10xstandin.Config{Refuse: "something else broke"}).run(t, spec(), nil)
-	if !errors.As(o.err, &r) || r.Name != "b10x-refused" {
+	if !errors.As(o.err, &r) || r.Name != b10x.RefuseB10xRefused {
 		t.Errorf("other refusal: %v", o.err)
 	}
 }

@@ -85,13 +85,13 @@ func (s *session) Refusal() error {
 	b := s.spec.B10x
 	switch {
 	case strings.HasPrefix(reason, "reading the context file"):
-		return exit.Refuse("b10x-context-unreadable", "b10x-harness refused the run before it started: %s; metaharness had read each --context file beneath --cwd and handed the loop a copy in its scratch tree, which the loop could not read: check that the scratch tree (under TMPDIR) is readable from the loop", reason)
+		return exit.Refuse(RefuseContextUnreadable, "b10x-harness refused the run before it started: %s; metaharness had read each --context file beneath --cwd and handed the loop a copy in its scratch tree, which the loop could not read: check that the scratch tree (under TMPDIR) is readable from the loop", reason)
 	case b.APIKeySecret != "" && strings.Contains(reason, SecretMissing):
-		return exit.Refuse("api-key-secret-not-found", "--api-key-secret %s: b10x-harness asked the OS secret store, which holds no such item (%s); store the key under that name first, or name the item that holds it", b.APIKeySecret, reason)
+		return exit.Refuse(RefuseAPIKeySecretNotFound, "--api-key-secret %s: b10x-harness asked the OS secret store, which holds no such item (%s); store the key under that name first, or name the item that holds it", b.APIKeySecret, reason)
 	case b.APIKeySecret != "" && strings.Contains(reason, SecretUnavailable):
-		return exit.Refuse("api-key-secret-unavailable", "--api-key-secret %s: b10x-harness could not open the OS secret store (%s) with %s; start a session bus with an unlocked Secret Service (for example gnome-keyring-daemon) and export its address, or use --credentials api-key with %s", b.APIKeySecret, reason, s.busGiven(), KeyEnv)
+		return exit.Refuse(RefuseAPIKeySecretUnavailable, "--api-key-secret %s: b10x-harness could not open the OS secret store (%s) with %s; start a session bus with an unlocked Secret Service (for example gnome-keyring-daemon) and export its address, or use --credentials api-key with %s", b.APIKeySecret, reason, s.busGiven(), KeyEnv)
 	}
-	return exit.Refuse("b10x-refused", "b10x-harness refused the run before it started: %s; nothing was sent to the model", reason)
+	return exit.Refuse(RefuseB10xRefused, "b10x-harness refused the run before it started: %s; nothing was sent to the model", reason)
 }
 
 // busGiven says which of the bus variables the loop was given.

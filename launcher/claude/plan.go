@@ -83,7 +83,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	case launcher.CredentialsAPIKey:
 		key, ok := w.Env["ANTHROPIC_API_KEY"]
 		if !ok || key == "" {
-			return nil, exit.Refuse(RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return nil, exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["ANTHROPIC_API_KEY"] = key
 		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"

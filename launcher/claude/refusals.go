@@ -6,5 +6,4 @@ import "github.com/metaharness/metaharness/exit"
 const (
 	RefuseEndpointWithCredential exit.Name = "endpoint-with-credential"
 	RefuseMemoryFileAboveCWD     exit.Name = "memory-file-above-cwd"
-	RefuseAPIKeyMissing          exit.Name = "api-key-missing"
 )

@@ -1,0 +1,156 @@
+package b10x_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/b10xstandin"
+	"github.com/metaharness/metaharness/internal/sessionbus"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/b10x"
+	"github.com/metaharness/metaharness/record"
+)
+
+// The key stored in the test's Secret Service; never a real one.
+const storedKey = "sk-from-the-keyring-not-a-real-key"
+
+// secretSpec is a run whose loop reads its key from the OS secret store and
+// sends it to a scripted model, under --hermetic strict.
+func secretSpec(endpoint string) *launcher.Spec {
+	s := spec()
+	s.Credentials, s.ModelEndpoint, s.Hermetic = "api-key", endpoint, "strict"
+	s.B10x.APIKeySecret = "openai"
+	return s
+}
+
+// TestAPIKeySecretThroughARealSecretService: --api-key-secret against a
+// real Secret Service (gnome-keyring-daemon on a private dbus-daemon), the
+// secret stored with secret-tool. The loop (the stand-in) reads it back with
+// `secret-tool lookup` in exactly the environment metaharness gave it and
+// sends it to the model; metaharness reads and forwards no key variable,
+// though the caller has OPENAI_API_KEY. The run is --hermetic strict, so
+// whether the store opens under the hermetic floor is what this test
+// reports, not what it assumes.
+func TestAPIKeySecretThroughARealSecretService(t *testing.T) {
+	bus := sessionbus.Start(t, true)
+	bus.Store(t, storedKey, "service", "b10x-harness", "username", "openai")
+	model := scripted.NewOpenAIServer(scripted.Texts("done"), scripted.RequireKey(storedKey))
+	defer model.Close()
+
+	w := newWorld(t, b10xstandin.Config{CallModel: true, ReportCwd: true})
+	for k, v := range bus.Env() {
+		w.env[k] = v
+	}
+	w.env["OPENAI_API_KEY"] = "sk-the-callers-other-key"
+	o := w.run(t, secretSpec(model.URL()), nil)
+	if o.code != exit.OK || o.err != nil {
+		t.Fatalf("exit %d, %v\n%s\n%s", o.code, o.err, o.raw, o.stderr)
+	}
+	t.Logf("the Secret Service opened under the hermetic floor: the loop, given only %v, read the item (%s) and the model saw it; --hermetic strict passed",
+		sortedKeys(o.seen.Env), o.seen.SecretLookup)
+
+	if keys := sortedKeys(o.seen.Env); !slices.Equal(keys, []string{"DBUS_SESSION_BUS_ADDRESS", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"}) {
+		t.Errorf("the loop's environment has %v", keys)
+	}
+	if o.seen.Env["DBUS_SESSION_BUS_ADDRESS"] != bus.Address || o.seen.Env["XDG_RUNTIME_DIR"] != bus.RuntimeDir {
+		t.Errorf("the bus variables were not the caller's: %v", o.seen.Env)
+	}
+	sum := sha256.Sum256([]byte(storedKey))
+	if o.seen.SecretLookup != "found" || o.seen.CredentialSHA256 != hex.EncodeToString(sum[:]) || o.seen.Credential != "api-key:secret-store" {
+		t.Errorf("the loop's credential: %s, %s, lookup %q", o.seen.Credential, o.seen.CredentialSHA256, o.seen.SecretLookup)
+	}
+	if !slices.Contains(o.seen.Argv, "--api-key-secret") || slices.Contains(o.seen.Argv, "--api-key-env") {
+		t.Errorf("argv %q", o.seen.Argv)
+	}
+	reqs := model.Requests()
+	if len(reqs) != 1 || reqs[0].Credential() != storedKey || reqs[0].Status != 200 {
+		t.Errorf("the model saw %d request(s): %+v", len(reqs), reqs)
+	}
+	for _, out := range []string{o.raw, o.stderr} {
+		if strings.Contains(out, storedKey) || strings.Contains(out, "sk-the-callers-other-key") {
+			t.Errorf("a key reached metaharness's output:\n%s", out)
+		}
+	}
+	st := o.find(t, "session.started").(*record.SessionStarted)
+	if deref(st.CredentialSource) != "api-key:secret-store" || !slices.ContainsFunc(st.Hermetic.AmbientInputs, func(s string) bool { return strings.HasPrefix(s, "the session bus") }) {
+		t.Errorf("session.started: credential %q, ambient %q", deref(st.CredentialSource), st.Hermetic.AmbientInputs)
+	}
+}
+
+// TestAPIKeySecretRefusalsNameWhatIsMissing: the item is not in the store,
+// the bus has no Secret Service, the caller has no bus at all. Each is the
+// loop's refused record (no model request) and metaharness's refusal.
+func TestAPIKeySecretRefusalsNameWhatIsMissing(t *testing.T) {
+	sessionbus.Require(t)
+	model := scripted.NewOpenAIServer(scripted.Texts("done"))
+	defer model.Close()
+	for _, c := range []struct {
+		name    string
+		refusal exit.Name
+		says    string
+		bus     func() map[string]string
+	}{
+		{"no such item", b10x.RefuseAPIKeySecretNotFound, "which holds no such item", func() map[string]string {
+			bus := sessionbus.Start(t, true)
+			bus.Store(t, storedKey, "service", "b10x-harness", "username", "someone-else")
+			return bus.Env()
+		}},
+		{"no Secret Service on the bus", b10x.RefuseAPIKeySecretUnavailable, "could not open the OS secret store (reading the API key secret `openai`: secret is unavailable) with DBUS_SESSION_BUS_ADDRESS=", func() map[string]string {
+			bus := sessionbus.Start(t, false)
+			if bus.HasSecretService() {
+				t.Fatal("a bus with no keyring has a Secret Service")
+			}
+			return bus.Env()
+		}},
+		{"no bus", b10x.RefuseAPIKeySecretUnavailable, "with neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR (the caller has neither)", func() map[string]string { return nil }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t, b10xstandin.Config{CallModel: true})
+			for k, v := range c.bus() {
+				w.env[k] = v
+			}
+			o := w.run(t, secretSpec(model.URL()), nil)
+			var r *exit.Refusal
+			if o.code != exit.Refused || !errors.As(o.err, &r) || r.Name != c.refusal || !strings.Contains(r.Message, c.says) {
+				t.Fatalf("exit %d, %v; want %s saying %q", o.code, o.err, c.refusal, c.says)
+			}
+			if _, ok := o.warnings()["LOOP_REFUSED"]; !ok || o.names()[len(o.lines)-1] != "stream.closed" {
+				t.Errorf("events %v", o.names())
+			}
+		})
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Errorf("a refused run reached the model %d time(s)", n)
+	}
+}
+
+// TestDoctorAsksTheSecretStoreTheLoopWouldReach: doctor b10x's secret-store
+// check against a real bus with and without a Secret Service, in the
+// environment a launch gives the loop; a missing store is a warning.
+func TestDoctorAsksTheSecretStoreTheLoopWouldReach(t *testing.T) {
+	sessionbus.Require(t)
+	for _, c := range []struct {
+		name    string
+		keyring bool
+		want    string
+	}{
+		{"with gnome-keyring", true, "ok secret-store: org.freedesktop.secrets answers on the session bus (DBUS_SESSION_BUS_ADDRESS="},
+		{"without a Secret Service", false, "warn secret-store: no Secret Service on the session bus (DBUS_SESSION_BUS_ADDRESS="},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bus := sessionbus.Start(t, c.keyring)
+			env := bus.Env()
+			got := b10x.Kind{}.EnvChecks(context.Background(), func(k string) string { return env[k] })
+			if len(got) != 1 || !strings.HasPrefix(got[0].String(), c.want) {
+				t.Errorf("%v, want a line starting %q", got, c.want)
+			}
+		})
+	}
+}
