@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -764,5 +765,42 @@ func TestRealClaudeCatalogueHookMatcher(t *testing.T) {
 	}
 	if strings.Join(hooked, ",") != "Read" {
 		t.Errorf("the hook ran for %q, want Read alone", hooked)
+	}
+}
+
+// TestRunClaudeOffersExactlyTheCatalogue: with --catalogue the model is
+// offered the catalogue's tools and nothing else: no built-in, and none of
+// Claude Code's own stand-ins (2.1.328 adds a DeferredToolPlaceholder stub
+// for deferred tool loading unless tool search is off). Read from the tools
+// array of every request the scripted model received.
+func TestRunClaudeOffersExactlyTheCatalogue(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	cat := filepath.Join(o.home, "tools.yaml")
+	if err := os.WriteFile(cat, []byte(readCatalogue), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	o.write("hello.txt", "hi\n")
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "-p", "read hello.txt")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	want := "mcp__metaharness__fetch_url,mcp__metaharness__fs_write,mcp__metaharness__read_file"
+	reqs := up.Requests()
+	if len(reqs) < 2 {
+		t.Fatalf("the scripted model saw %d requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		got := append([]string(nil), r.Tools...)
+		sort.Strings(got)
+		if strings.Join(got, ",") != want {
+			t.Errorf("request %d offered the model %v, want exactly the catalogue %s", r.Seq, r.Tools, want)
+		}
 	}
 }

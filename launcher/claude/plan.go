@@ -72,6 +72,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		"DISABLE_AUTOUPDATER":                      "1",
 		"DISABLE_ERROR_REPORTING":                  "1",
 		"DISABLE_TELEMETRY":                        "1",
+		// Tool search off: no deferred loading, so the model is offered each
+		// tool inline and nothing else (2.1.328 otherwise adds a
+		// DeferredToolPlaceholder stub beside a catalogue's tools).
+		"ENABLE_TOOL_SEARCH": "false",
 	}
 	for _, k := range callerKeys {
 		if v, ok := w.Env[k]; ok {
