@@ -35,6 +35,10 @@ type Launch struct {
 	// PlannedMCPServers are the MCP servers the launch gave the child: empty,
 	// or ["metaharness"] under a catalogue or the owned surface.
 	PlannedMCPServers []string `json:"planned_mcp_servers"`
+	// StandInCredential is the credential source through which the launch
+	// handed the child a fixed word that is no credential (launcher's
+	// Plan.StandInCredential); the record naming it is no key.
+	StandInCredential string `json:"stand_in_credential,omitempty"`
 	// Pins are the vendor versions the kind is pinned to (H9).
 	Pins []string `json:"pins"`
 }
@@ -368,6 +372,8 @@ func judgeCredential(started *record.SessionStarted, l Launch) (string, string) 
 	switch {
 	case declared == "loopback":
 		return OK, fmt.Sprintf("credential source %q under --credentials loopback: the child holds a placeholder, the key stays with the proxy", src)
+	case declared == "none" && l.StandInCredential != "" && src == l.StandInCredential:
+		return OK, fmt.Sprintf("credential source %q under --credentials none is metaharness's stand-in: a fixed word that is no credential, and no key variable", src)
 	case namesKey && declared != "api-key":
 		return Gap, fmt.Sprintf("credential source %q names an API key, but the run declared --credentials %s", src, declared)
 	case !namesKey && declared == "api-key":

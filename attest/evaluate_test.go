@@ -115,6 +115,8 @@ func TestRowRules(t *testing.T) {
 		{"H4 nothing declared reads as none", H4, func(s *record.SessionStarted) { s.CredentialSource = sp("apiKeyHelper") }, func(l *Launch) { l.Credentials = "" }, Gap, "--credentials none"},
 		{"H4 a declared key that is named is ok", H4, func(s *record.SessionStarted) { s.CredentialSource = sp("ANTHROPIC_API_KEY") }, func(l *Launch) { l.Credentials = "api-key" }, OK, ""},
 		{"H4 a declared key the record does not name is a gap", H4, nil, func(l *Launch) { l.Credentials = "api-key" }, Gap, "names no key"},
+		{"H4 none: the launch's own stand-in is no key", H4, func(s *record.SessionStarted) { s.CredentialSource = sp("apiKeyHelper") }, func(l *Launch) { l.Credentials = "none"; l.StandInCredential = "apiKeyHelper" }, OK, "metaharness's stand-in"},
+		{"H4 none: another source than the stand-in is a gap", H4, func(s *record.SessionStarted) { s.CredentialSource = sp("ANTHROPIC_API_KEY") }, func(l *Launch) { l.Credentials = "none"; l.StandInCredential = "apiKeyHelper" }, Gap, "names an API key"},
 		{"H4 loopback: a placeholder key is ok", H4, func(s *record.SessionStarted) { s.CredentialSource = sp("ANTHROPIC_API_KEY") }, func(l *Launch) { l.Credentials = "loopback" }, OK, "placeholder"},
 		{"H5 null is unk, never zero", H5, func(s *record.SessionStarted) { s.MCPServers = nil }, nil, Unk, "absent is not zero"},
 		{"H5 an empty list against none planned is ok", H5, func(s *record.SessionStarted) { s.MCPServers = []record.MCPServer{} }, func(l *Launch) { l.PlannedMCPServers = nil }, OK, "none"},

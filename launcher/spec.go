@@ -136,6 +136,11 @@ type Plan struct {
 	// Version is the vendor version the launch was planned against
 	// (World.Version), for a kind whose record names none.
 	Version string `json:"version,omitempty"`
+	// StandInCredential is the credential source, as the vendor's record
+	// names it, through which the launch hands the child a fixed word that
+	// is no credential (a vendor that sends nothing without one); "" when
+	// there is none. H4 reads that source as no credential.
+	StandInCredential string `json:"stand_in_credential,omitempty"`
 }
 
 // File is one scratch file the plan writes before the spawn.

@@ -804,3 +804,66 @@ func TestRunClaudeOffersExactlyTheCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// TestRunClaudeModelEndpointWithoutCredential: --credentials none with
+// --model-endpoint reaches the endpoint with no key variable in the child
+// (the caller's ANTHROPIC_API_KEY stays out): Claude Code holds only the
+// fixed stand-in word from the settings' apiKeyHelper, the endpoint sees
+// that word and nothing of the caller's, and the audited run is clean (H4
+// reads the stand-in as no credential).
+func TestRunClaudeModelEndpointWithoutCredential(t *testing.T) {
+	o := newOperator(t, "unused")
+	callerKey := randomToken("sk-ant-caller-")
+	o.env = append(o.env, "ANTHROPIC_API_KEY="+callerKey, "ANTHROPIC_AUTH_TOKEN="+callerKey)
+	pids := make(chan int, 1)
+	var mu sync.Mutex
+	var looked int
+	var held []string
+	up := scripted.NewAnthropicServer(scripted.Texts("DONE"), scripted.OnRequest(func(scripted.Request) {
+		pid := <-pids
+		pids <- pid
+		procs, err := vendortest.Tree(pid)
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range procs[1:] {
+			looked++
+			for _, kv := range p.Environ {
+				k, v, _ := strings.Cut(kv, "=")
+				if strings.Contains(k, "API_KEY") || strings.Contains(k, "AUTH_TOKEN") || strings.Contains(v, callerKey) {
+					held = append(held, k)
+				}
+			}
+		}
+	}))
+	defer up.Close()
+	res := o.runWatched(func(pid int) { pids <- pid }, nil, "--credentials", "none", "--model-endpoint", up.URL(), "--audit", "-p", "hi")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	reqs := up.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the endpoint was never reached")
+	}
+	for _, r := range reqs {
+		if got := r.Credential(); got != "metaharness-no-credential" {
+			t.Errorf("request %d carried %q, want the stand-in word", r.Seq, got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if looked == 0 {
+		t.Error("the child was never looked at")
+	}
+	if len(held) > 0 {
+		t.Errorf("the child's environment holds key variables %v", held)
+	}
+	if !bytes.Contains(res.stderr, []byte("H4   ok")) {
+		t.Errorf("the audit does not read H4 as ok:\n%s", res.stderr)
+	}
+	if bytes.Contains(res.stdout, []byte(callerKey)) || bytes.Contains(res.stderr, []byte(callerKey)) {
+		t.Error("the caller's key reached metaharness's output")
+	}
+}

@@ -33,6 +33,15 @@ const CatalogueHookMatcher = "^(?!" + OwnedPrefix + ")"
 // that no tool call, hook or record shows.
 const ContextChannel = "append-system-prompt"
 
+// StandInKey is the fixed word Claude Code sends to --model-endpoint under
+// --credentials none, from the settings' apiKeyHelper (standInSource, as
+// its record names it): it is no credential, only what the client wants to
+// hold before it sends a request.
+const (
+	StandInKey    = "metaharness-no-credential"
+	standInSource = "apiKeyHelper"
+)
+
 // callerKeys are copied from the caller's environment when present. HOME is
 // not among them: the child gets a scratch home.
 var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
@@ -82,7 +91,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			env[k] = v
 		}
 	}
-	var credHow string
+	var credHow, keyHelper string
 	switch spec.Credentials {
 	case launcher.CredentialsAPIKey:
 		key, ok := w.Env["ANTHROPIC_API_KEY"]
@@ -100,13 +109,15 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
 	case launcher.CredentialsNone:
+		credHow = "no credential reaches the child (--credentials none)"
 		if spec.ModelEndpoint != "" {
 			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
-			// A credential is mandatory for Claude Code to send a request; this
-			// one is a fixed non-secret word the endpoint can ignore.
-			env["ANTHROPIC_API_KEY"] = "metaharness-model-endpoint"
+			// Claude Code sends no request without some credential, and no key
+			// variable may reach the child: the settings' apiKeyHelper hands it
+			// a fixed word instead, which the endpoint can ignore.
+			keyHelper = "echo " + StandInKey
+			credHow += "; no key variable either: Claude Code reaches --model-endpoint with the fixed word " + StandInKey + ", which is no credential, from the settings' apiKeyHelper"
 		}
-		credHow = "no credential reaches the child (--credentials none)"
 	default:
 		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
@@ -122,6 +133,11 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			"matcher": matcher,
 			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": HookTimeoutSeconds}},
 		}}},
+	}
+	standIn := ""
+	if keyHelper != "" {
+		settings["apiKeyHelper"] = keyHelper
+		standIn = standInSource
 	}
 	files := []launcher.File{jsonFile(settingsPath, settings)}
 
@@ -171,6 +187,8 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Files:       files,
 		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
 		MCPServers:  nonNilStrings(servers),
+
+		StandInCredential: standIn,
 	}, nil
 }
 
