@@ -235,7 +235,13 @@ func judge(spec RowSpec, s scanned, l Launch) (string, string) {
 	case H1b:
 		return judgeOutputStyle(s.started, l)
 	case H4:
-		return judgeCredential(s.started, l)
+		v, d := judgeCredential(s.started, l)
+		if st.imposed != nil {
+			// The record says where the child's credential came from; the
+			// launch says what kept the real one out of its reach.
+			d += "; metaharness imposed: " + st.imposed.How
+		}
+		return v, d
 	case H5:
 		return judgeMCP(s.started, l)
 	case H7:

@@ -342,28 +342,41 @@ func TestLifetime(t *testing.T) {
 }
 
 // TestSignalPassedOn: SIGTERM to the init reaches the vendor's process
-// group, which may end as it likes.
+// group, and so does SIGTERM straight to that group (SignalVendor, by the
+// pid the init's pidfd names here); the vendor may end as it likes.
 func TestSignalPassedOn(t *testing.T) {
 	self := available(t)
-	i, err := New(testSpec(self), Command{Program: "/bin/sh", Args: []string{"sh", "-c", `trap 'exit 42' TERM; echo ready; while :; do sleep 0.1; done`}, Dir: "/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := i.Cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := i.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := bufio.NewReader(out).ReadString('\n'); l != "ready\n" {
-		t.Fatalf("read %q", l)
-	}
-	_ = i.Signal(syscall.SIGTERM)
-	_, _ = io.Copy(io.Discard, out)
-	ex, err := i.Wait()
-	if err != nil || ex == nil || ex.Code == nil || *ex.Code != 42 {
-		t.Errorf("exit %+v (%v), want code 42 from the vendor's trap", ex, err)
+	for name, send := range map[string]func(*Init) error{
+		"through the init": func(i *Init) error { return i.Signal(syscall.SIGTERM) },
+		"to the group":     func(i *Init) error { return i.SignalVendor(syscall.SIGTERM) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			i, err := New(testSpec(self), Command{Program: "/bin/sh", Args: []string{"sh", "-c", `trap 'exit 42' TERM; echo ready; while :; do sleep 0.1; done`}, Dir: "/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := i.Cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := i.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if i.vendor <= 0 || i.vendor == i.Pid() {
+				t.Errorf("the vendor's pid here is %d (the init's %d)", i.vendor, i.Pid())
+			}
+			if l, _ := bufio.NewReader(out).ReadString('\n'); l != "ready\n" {
+				t.Fatalf("read %q", l)
+			}
+			if err := send(i); err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, out)
+			ex, err := i.Wait()
+			if err != nil || ex == nil || ex.Code == nil || *ex.Code != 42 {
+				t.Errorf("exit %+v (%v), want code 42 from the vendor's trap", ex, err)
+			}
+		})
 	}
 }
 

@@ -87,3 +87,28 @@ func envRange() (start, end uint64, err error) {
 	}
 	return start, end, nil
 }
+
+// Dumpable reports whether this process is dumpable (NonDumpable undoes it).
+func Dumpable() bool {
+	d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	return err != nil || d != 0
+}
+
+// CloseOnExec marks every descriptor from 3 up close-on-exec, so that
+// nothing the caller handed this process (a --token-fd pipe not yet read,
+// anything else left open) reaches a program it starts: those get only
+// what is passed to them by name.
+func CloseOnExec() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc/self/fd") // kernels before 5.11
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+}

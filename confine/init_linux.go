@@ -44,7 +44,18 @@ func Main() int {
 	if err != nil {
 		return failed(ctl, err)
 	}
-	if err := send(ctl, report{Started: true}, -1); err != nil {
+	// A pidfd of the vendor goes with the report, so metaharness can name
+	// the vendor's process group in its own PID namespace and signal it
+	// without a hop through the init.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		pidfd = -1
+	}
+	err = send(ctl, report{Started: true}, pidfd)
+	if pidfd >= 0 {
+		_ = unix.Close(pidfd)
+	}
+	if err != nil {
 		_ = unix.Kill(-pid, unix.SIGKILL)
 		return 2
 	}

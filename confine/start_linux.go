@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -29,6 +31,7 @@ type Init struct {
 	child  []*os.File
 
 	ln      net.Listener
+	vendor  int         // the vendor's pid (its process group) here, 0 unknown
 	reports chan report // after Started: the exit report, then closed
 }
 
@@ -117,6 +120,10 @@ func (i *Init) Start() error {
 				return i.abort(fmt.Errorf("the listener inside the child's network namespace: %w", err))
 			}
 		case r.Started:
+			if fd >= 0 {
+				i.vendor = pidOf(fd)
+				_ = unix.Close(fd)
+			}
 			i.reports = make(chan report, 1)
 			go i.readReports()
 			return nil
@@ -162,6 +169,32 @@ func (i *Init) Pid() int { return i.Cmd.Process.Pid }
 // to the vendor's process group. SIGKILL ends the init and with it every
 // process in the namespace.
 func (i *Init) Signal(sig syscall.Signal) error { return i.Cmd.Process.Signal(sig) }
+
+// SignalVendor sends sig straight to the vendor's process group, without
+// the hop through the init (which a vendor racing to its next step could
+// outrun); through the init when the group is not known.
+func (i *Init) SignalVendor(sig syscall.Signal) error {
+	if i.vendor > 0 {
+		return unix.Kill(-i.vendor, sig)
+	}
+	return i.Signal(sig)
+}
+
+// pidOf is the pid a pidfd stands for, in this process's PID namespace.
+func pidOf(pidfd int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", pidfd))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Pid:"); ok {
+			if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && pid > 0 {
+				return pid
+			}
+		}
+	}
+	return 0
+}
 
 // Wait waits for the init (call it after the vendor's stdout has ended)
 // and returns how the vendor ended, or nil when the init ended without

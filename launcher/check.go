@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"fmt"
 	"net/url"
 	"strings"
 
@@ -76,11 +77,21 @@ func checkCredentials(s *Spec, rules Rules) error {
 	if why, ok := rules.Credentials[s.Credentials]; ok {
 		return exit.Refuse(RefuseCredentialsUnsupported, "--credentials %s %s", s.Credentials, why)
 	}
+	var sources []string
+	if s.TokenEnv != "" {
+		sources = append(sources, "--token-env "+s.TokenEnv)
+	}
+	if s.TokenFile != "" {
+		sources = append(sources, "--token-file "+s.TokenFile)
+	}
+	if s.TokenFD != nil {
+		sources = append(sources, fmt.Sprintf("--token-fd %d", *s.TokenFD))
+	}
 	switch {
-	case s.TokenEnv != "" && s.TokenFile != "":
-		return exit.Refuse(RefuseTokenSourceConflict, "--token-env %s and --token-file %s both name the real token; keep one", s.TokenEnv, s.TokenFile)
-	case !loopback && (s.TokenEnv != "" || s.TokenFile != ""):
-		return exit.Refuse(RefuseTokenSourceWithoutLoopback, "--token-env and --token-file name the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop them", s.Credentials)
+	case len(sources) > 1:
+		return exit.Refuse(RefuseTokenSourceConflict, "%s: more than one source of the real token; keep one (--token-fd is the safest: nothing of it stays on disk or in an environment)", strings.Join(sources, " and "))
+	case !loopback && len(sources) > 0:
+		return exit.Refuse(RefuseTokenSourceWithoutLoopback, "%s names the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop it", sources[0], s.Credentials)
 	case !loopback && len(s.AllowEgress) > 0:
 		return exit.Refuse(RefuseAllowEgressNeedsLoopback, "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
 	}

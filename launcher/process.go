@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -20,61 +22,99 @@ import (
 // returns well within the four seconds an embedder is promised.
 const KillGrace = 1500 * time.Millisecond
 
-// Child is a spawned vendor process, the leader of its own process group so
-// that stopping the run stops everything it started.
+// Child is a spawned vendor process: under a confinement (Plan.Confinement)
+// its init, PID 1 of the child's namespaces, whose end ends every process in
+// them; unconfined, the leader of its own process group. Either way,
+// stopping the run stops everything it started.
 type Child struct {
 	cmd   *exec.Cmd
+	init  *confine.Init // nil: unconfined
 	stdin io.WriteCloser
 	done  chan struct{}
-	err   error
 }
 
 // Spawn starts plan's program with exactly plan's environment, in plan's
-// directory, stdin from /dev/null (a pipe under plan.StdinPipe, see
-// Child.Stdin), stdout to the returned reader and stderr to stderr.
+// directory (inside plan.Confinement when there is one), stdin from
+// /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
+// returned reader and stderr to stderr.
 func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
-	cmd := exec.Command(plan.Program, plan.Args...)
-	cmd.Env = plan.Env
-	cmd.Dir = plan.Dir
-	cmd.Stderr = stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
+	c := &Child{done: make(chan struct{})}
+	if plan.Confinement != nil {
+		var err error
+		c.init, err = confine.New(plan.Confinement, confine.Command{
+			Program: plan.Program, Args: append([]string{plan.Program}, plan.Args...), Env: plan.Env, Dir: plan.Dir,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		c.cmd = c.init.Cmd
+	} else {
+		c.cmd = exec.Command(plan.Program, plan.Args...)
+		c.cmd.Env = plan.Env
+		c.cmd.Dir = plan.Dir
+		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	c.cmd.Stderr = stderr
+	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err
 	}
-	var in io.WriteCloser
 	if plan.StdinPipe {
-		if in, err = cmd.StdinPipe(); err != nil {
+		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if c.init != nil {
+		err = c.init.Start()
+	} else {
+		err = c.cmd.Start()
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("starting %s: %w", plan.Program, err)
 	}
-	c := &Child{cmd: cmd, stdin: in, done: make(chan struct{})}
 	return c, out, nil
 }
 
 // Stdin is the child's stdin under Plan.StdinPipe, else nil.
 func (c *Child) Stdin() io.WriteCloser { return c.stdin }
 
-// Pid is the child's process id (and its process group id).
-func (c *Child) Pid() int { return c.cmd.Process.Pid }
-
-// Wait waits for the child after its stdout has been read to the end, and
-// reports how it ended.
-func (c *Child) Wait() *record.Process {
-	c.err = c.cmd.Wait()
-	close(c.done)
-	return ProcessOf(c.cmd.ProcessState)
+// Listener is the listener opened inside a confined child's network
+// namespace (confine.Spec.Listen), nil without one: the loopback proxy
+// serves it (loopback.Proxy.Serve).
+func (c *Child) Listener() net.Listener {
+	if c.init == nil {
+		return nil
+	}
+	return c.init.Listener()
 }
 
-// Stop ends the child's whole process group: SIGTERM, then SIGKILL after
-// KillGrace or when ctx ends, whichever is first. It returns at once when the
-// child has already exited.
+// Wait waits for the child after its stdout has been read to the end, and
+// reports how it ended: the vendor's own end, as its init saw it, under a
+// confinement.
+func (c *Child) Wait() *record.Process {
+	defer close(c.done)
+	if c.init == nil {
+		_ = c.cmd.Wait()
+		return ProcessOf(c.cmd.ProcessState)
+	}
+	ex, _ := c.init.Wait()
+	switch {
+	case ex == nil: // the init ended without saying: its own end is the child's
+		return ProcessOf(c.cmd.ProcessState)
+	case ex.Signal != nil:
+		return &record.Process{Kind: "signaled", Signal: ex.Signal}
+	case ex.Code != nil:
+		return &record.Process{Kind: "exited", Code: ex.Code}
+	}
+	return &record.Process{Kind: "unknown"}
+}
+
+// Stop ends the child and everything it started: SIGTERM (to the process
+// group; under a confinement to the init, which passes it to the vendor's
+// group), then SIGKILL after KillGrace or when ctx ends, whichever is first.
+// It returns at once when the child has already exited.
 func (c *Child) Stop(ctx context.Context) {
-	pg := -c.cmd.Process.Pid
-	_ = syscall.Kill(pg, syscall.SIGTERM)
+	c.signal(syscall.SIGTERM)
 	t := time.NewTimer(KillGrace)
 	defer t.Stop()
 	select {
@@ -82,8 +122,21 @@ func (c *Child) Stop(ctx context.Context) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	// Whatever the leader did, nothing of the group may outlive the run.
-	_ = syscall.Kill(pg, syscall.SIGKILL)
+	// Whatever the leader did, nothing of the group may outlive the run:
+	// the init's end ends its whole PID namespace.
+	c.signal(syscall.SIGKILL)
+}
+
+func (c *Child) signal(sig syscall.Signal) {
+	switch {
+	case c.init != nil && sig == syscall.SIGKILL:
+		_ = c.init.Signal(sig)
+		return
+	case c.init != nil:
+		_ = c.init.SignalVendor(sig)
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, sig)
 }
 
 // ProcessOf renders an exit status for stream.closed.process.

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
@@ -36,6 +37,10 @@ type IO struct {
 	Stderr io.Writer
 	// Env is the caller's environment.
 	Env map[string]string
+	// ForgetEnv removes a variable holding a secret from the process's own
+	// environment once the run has read it (confine.ForgetEnv); nil leaves
+	// the environment alone.
+	ForgetEnv func(name string) error
 	// Self is the metaharness executable, which the child starts as its
 	// hook program and catalogue server.
 	Self string
@@ -278,8 +283,14 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 		}
 	}
 	r.socket = filepath.Join(r.scratch, "decisions.sock")
-	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket}
+	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
+	if !s.Unconfined {
+		if err := confine.Probe(r.io.Self); err != nil {
+			w.Unconfinable = err.Error()
+			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
+		}
+	}
 
 	if s.Credentials == CredentialsLoopback {
 		if err := r.startProxy(w); err != nil {
@@ -363,8 +374,8 @@ func (r *run) startProxy(w *World) error {
 	if s.ModelEndpoint != "" {
 		upstream = s.ModelEndpoint
 	}
-	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile}
-	if src.Env == "" && src.File == "" {
+	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD}
+	if src.Env == "" && src.File == "" && src.FD == nil {
 		src.Env = tokenEnv
 	}
 	p, err := loopback.New(loopback.Config{
@@ -383,10 +394,18 @@ func (r *run) startProxy(w *World) error {
 	if err != nil {
 		return err
 	}
+	if src.Env != "" && r.io.ForgetEnv != nil {
+		if err := r.io.ForgetEnv(src.Env); err != nil {
+			r.emit(nil, &record.Warning{Code: WarnTokenNotCleared, Message: fmt.Sprintf("%s was read, but could not be cleared from metaharness's own environment block (%v); the attestation does not claim it", src.Env, err)})
+		} else {
+			w.TokenCleared = src.Env
+		}
+	}
 	if err := p.Start(); err != nil {
 		return err
 	}
 	r.proxy = p
+	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
 	lc, ok := r.kind.(LoopbackClient)
 	if !ok {
 		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)
@@ -482,6 +501,14 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 		return exit.Refused, exit.Wrap(RefuseSpawn, err, "the vendor could not be started")
 	}
 	svc.setChild(c)
+	if ln := c.Listener(); ln != nil {
+		// The proxy's way in from inside the child's network namespace.
+		if err := r.proxy.Serve(ln); err != nil {
+			c.Stop(ctx)
+			_ = c.Wait()
+			return exit.Refused, exit.Wrap(RefuseSpawn, err, "the loopback proxy cannot serve the child's namespace")
+		}
+	}
 	stopped := context.AfterFunc(ctx, svc.Stop)
 	defer stopped()
 

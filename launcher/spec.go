@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/record"
 )
@@ -56,15 +57,22 @@ type Spec struct {
 	Catalogue   string      `json:"catalogue,omitempty"` // path of a tool contract
 	AllowProgs  []string    `json:"allow_program,omitempty"`
 
-	Credentials   Credentials `json:"credentials"`
-	TokenEnv      string      `json:"token_env,omitempty"`
-	TokenFile     string      `json:"token_file,omitempty"`
-	Model         string      `json:"model,omitempty"`
-	ModelEndpoint string      `json:"model_endpoint,omitempty"`
-	Effort        string      `json:"effort,omitempty"`
-	MaxTurns      int         `json:"max_turns,omitempty"`
-	MaxBudgetUSD  string      `json:"max_budget_usd,omitempty"`
-	AllowEgress   []string    `json:"allow_egress,omitempty"`
+	Credentials Credentials `json:"credentials"`
+	TokenEnv    string      `json:"token_env,omitempty"`
+	TokenFile   string      `json:"token_file,omitempty"`
+	// TokenFD is --token-fd: an inherited descriptor the token arrives on;
+	// nil when the flag was not given.
+	TokenFD       *int     `json:"token_fd,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	ModelEndpoint string   `json:"model_endpoint,omitempty"`
+	Effort        string   `json:"effort,omitempty"`
+	MaxTurns      int      `json:"max_turns,omitempty"`
+	MaxBudgetUSD  string   `json:"max_budget_usd,omitempty"`
+	AllowEgress   []string `json:"allow_egress,omitempty"`
+
+	// Unconfined is --unconfined: the caller chose to run the child
+	// without namespaces, which the attestation names as gaps.
+	Unconfined bool `json:"unconfined,omitempty"`
 
 	Cwd        string   `json:"cwd,omitempty"`
 	ScratchCwd bool     `json:"scratch_cwd,omitempty"`
@@ -141,6 +149,9 @@ type Plan struct {
 	// is no credential (a vendor that sends nothing without one); "" when
 	// there is none. H4 reads that source as no credential.
 	StandInCredential string `json:"stand_in_credential,omitempty"`
+	// Confinement is how the child is confined (launcher.Confinement), nil
+	// when it is not.
+	Confinement *confine.Spec `json:"confinement"`
 }
 
 // File is one scratch file the plan writes before the spawn.

@@ -15,6 +15,23 @@ type World struct {
 	Self string `json:"self"`
 	// DecisionSocket is the private channel the hook and mcp-serve ask.
 	DecisionSocket string `json:"decision_socket"`
+	// UID and GID are the caller's: a confined child's uid 0 maps to them.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+	// Unconfinable says why this host cannot confine a child
+	// (confine.Probe), "" when it can.
+	Unconfinable string `json:"unconfinable,omitempty"`
+	// NonDumpable: metaharness is non-dumpable (confine.NonDumpable), so
+	// no process of its uid may read its memory or environment.
+	NonDumpable bool `json:"non_dumpable,omitempty"`
+	// TokenCleared names the variable the token was read from and that is
+	// now cleared from metaharness's own environment block
+	// (confine.ForgetEnv), "" when none was.
+	TokenCleared string `json:"token_cleared,omitempty"`
+	// ProxyAddr is the loopback proxy's host:port under --credentials
+	// loopback: the address the child reaches it at, inside its network
+	// namespace too.
+	ProxyAddr string `json:"proxy_addr,omitempty"`
 	// CatalogueCopy is the checked scratch copy of --catalogue, if any, and
 	// CatalogueTools the names its entries are published under over MCP.
 	CatalogueCopy  string   `json:"catalogue_copy,omitempty"`

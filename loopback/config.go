@@ -43,11 +43,17 @@ const (
 )
 
 // TokenSource names where the real token lives: exactly one of Env (an
-// environment variable's name) and File (a file whose trimmed content is the
-// token). The source is read at New and again after an upstream 401.
+// environment variable's name), File (a file whose trimmed content is the
+// token) and FD (an inherited descriptor, 3 or above, the token arrives on).
+// Each is read at New; File is read again after an upstream 401 (a
+// rotated token is retried once), for nothing changes a process's own
+// environment under it and a descriptor is read to its first newline or its
+// end and closed. FD is the safest source: nothing of the token stays on
+// disk, in an environment or open.
 type TokenSource struct {
 	Env  string
 	File string
+	FD   *int
 }
 
 // Config is one proxy. The zero values of the optional fields are the

@@ -49,11 +49,13 @@ type Proxy struct {
 	gate        *goproxy.ProxyHttpServer
 	rec         *recorder
 
-	srv       *http.Server
-	ln        net.Listener
-	baseURL   string
-	serveDone chan struct{}
-	active    sync.WaitGroup // handlers and tunnels in flight
+	srv     *http.Server
+	ln      net.Listener
+	baseURL string
+	serving sync.WaitGroup // one per listener served
+	serveMu sync.Mutex     // Serve against Close
+	closed  bool
+	active  sync.WaitGroup // handlers and tunnels in flight
 
 	tunnelMu sync.Mutex
 	tunnels  map[*countingConn]struct{}
@@ -162,12 +164,32 @@ func (p *Proxy) Start() error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(p.log.Named("http")),
 	}
-	p.serveDone = make(chan struct{})
+	p.serving.Add(1)
 	go func() {
-		defer close(p.serveDone)
+		defer p.serving.Done()
 		_ = p.srv.Serve(p.ln) // ends with ErrServerClosed at Close
 	}()
 	p.log.Info("loopback proxy listening", zap.String("base_url", p.baseURL), zap.String("upstream", scrub(p.upstream.Redacted(), p.secrets())))
+	return nil
+}
+
+// Serve serves ln too, until Close: a listener the proxy did not open, such
+// as the one a confined child's init opened inside the child's network
+// namespace (confine.Init.Listener). Connections on it are the child's; the
+// proxy still dials its upstream from its own namespace. ln is closed at
+// Close, or at once when the proxy is already closed.
+func (p *Proxy) Serve(ln net.Listener) error {
+	p.serveMu.Lock()
+	defer p.serveMu.Unlock()
+	if p.srv == nil || p.closed {
+		_ = ln.Close()
+		return errors.New("the loopback proxy is not serving: Serve comes after Start and before Close")
+	}
+	p.serving.Add(1)
+	go func() {
+		defer p.serving.Done()
+		_ = p.srv.Serve(ln)
+	}()
 	return nil
 }
 
@@ -236,6 +258,9 @@ func (p *Proxy) authorized(h http.Header) (bool, string) {
 func (p *Proxy) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
+		p.serveMu.Lock()
+		p.closed = true
+		p.serveMu.Unlock()
 		if p.srv == nil {
 			return
 		}
@@ -245,7 +270,7 @@ func (p *Proxy) Close() error {
 			err = p.srv.Close()
 		}
 		p.closeTunnels()
-		<-p.serveDone
+		p.serving.Wait()
 		done := make(chan struct{})
 		go func() { p.active.Wait(); close(done) }()
 		select {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kinds"
@@ -21,6 +22,7 @@ type loopbackCmd struct {
 	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (Anthropic API key) or bearer (OpenAI)."`
 	TokenEnv     string   `name:"token-env" placeholder:"NAME" help:"The environment variable holding the upstream's token."`
 	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
+	TokenFD      *int     `name:"token-fd" placeholder:"N" help:"An inherited descriptor (3 or above) carrying the upstream's token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
 	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
 	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
 	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
@@ -51,7 +53,7 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	p, err := loopback.New(loopback.Config{
 		Upstream:    c.Upstream,
 		Header:      loopback.HeaderStyle(c.UpstreamAuth),
-		Token:       loopback.TokenSource{Env: c.TokenEnv, File: c.TokenFile},
+		Token:       loopback.TokenSource{Env: c.TokenEnv, File: c.TokenFile, FD: c.TokenFD},
 		Listen:      c.Listen,
 		Unix:        c.Unix,
 		AllowEgress: c.AllowEgress,
@@ -64,6 +66,10 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	})
 	if err != nil {
 		return exit.Refused, err
+	}
+	if c.TokenEnv != "" {
+		// Read: now out of this process's environment block too.
+		_ = confine.ForgetEnv(c.TokenEnv)
 	}
 	if err := p.Start(); err != nil {
 		return exit.Refused, err

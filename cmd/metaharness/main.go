@@ -66,8 +66,10 @@ type verb interface {
 
 func main() {
 	// Before anything reads a token: no process of the same uid may read
-	// this one's memory, environment or descriptors (confine.NonDumpable).
+	// this one's memory, environment or descriptors (confine.NonDumpable),
+	// and no descriptor the caller left open reaches a child.
 	_ = confine.NonDumpable()
+	confine.CloseOnExec()
 	os.Exit(int(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
 }
 

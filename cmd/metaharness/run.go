@@ -12,6 +12,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
@@ -34,6 +35,8 @@ type runCmd struct {
 	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
 	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
 	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
+	TokenFD       *int                 `name:"token-fd" placeholder:"N" help:"Under loopback, an inherited descriptor (3 or above) carrying the real token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
+	Unconfined    bool                 `help:"Run the child without the namespaces that confine it (no hidden paths, no network namespace). The attestation names the choice as gaps on H4, H6 and H12, so --hermetic strict fails."`
 	AllowEgress   []string             `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
 	Model         string               `help:"The model name passed to the vendor."`
 	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
@@ -116,7 +119,8 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
 		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
-		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile,
+		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile, TokenFD: c.TokenFD,
+		Unconfined:  c.Unconfined,
 		AllowEgress: c.AllowEgress, Model: c.Model, ModelEndpoint: c.ModelEndpoint,
 		Effort: c.Effort, MaxTurns: c.MaxTurns, MaxBudgetUSD: c.MaxBudgetUSD,
 		Cwd: c.Cwd, ScratchCwd: c.ScratchCwd, Context: c.Context,
@@ -192,6 +196,7 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 	}
 	return launcher.Run(ctx, spec, kind, launcher.IO{
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
+		ForgetEnv: confine.ForgetEnv,
 	})
 }
 

@@ -178,6 +178,9 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	// never read as a flag.
 	args = append(args, "--", spec.Prompt)
 
+	conf := launcher.Confinement(spec, w, []string{configHome})
+	att := attestation(spec, w, cwd, configHome, credHow, servers, env)
+	launcher.AttestConfinement(&att, conf, spec, w)
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        args,
@@ -185,20 +188,21 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Dir:         cwd,
 		Dirs:        []string{configHome},
 		Files:       files,
-		Attestation: attestation(spec, w, cwd, configHome, credHow, servers),
+		Attestation: att,
 		MCPServers:  nonNilStrings(servers),
 
 		StandInCredential: standIn,
+		Confinement:       conf,
 	}, nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string) record.Attestation {
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string, env map[string]string) record.Attestation {
 	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
 	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
 	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
 	imposed("h1b", "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
 	imposed("h2", `--setting-sources "" loads no user, project or local settings`)
-	imposed("h3", "the environment is constructed: "+strings.Join(callerKeys, ", ")+" copied when set; HOME, PATH, TMPDIR, CLAUDE_CONFIG_DIR set by metaharness; nothing else inherited")
+	imposed("h3", launcher.EnvRow(env, callerKeys))
 	imposed("h4", credHow)
 	if len(servers) > 0 {
 		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")

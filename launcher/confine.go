@@ -1,0 +1,208 @@
+package launcher
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/record"
+)
+
+// Warning codes of the confinement.
+const (
+	// WarnConfinementUnavailable: the host cannot make the namespaces; the
+	// child runs unconfined and the attestation says so.
+	WarnConfinementUnavailable = "CONFINEMENT_UNAVAILABLE"
+	// WarnTokenNotCleared: the token variable stays in metaharness's own
+	// environment block; the attestation does not claim otherwise.
+	WarnTokenNotCleared = "TOKEN_NOT_CLEARED"
+)
+
+// callerSecrets are the caller's credential files and directories, relative
+// to their HOME, for every vendor and the usual tools. HOME is hidden from
+// the child whole; these are covered besides, for when a directory the child
+// is given (--cwd) holds HOME or part of it.
+var callerSecrets = []string{
+	".claude*", ".config/claude", ".codex", ".config/openai",
+	".ssh", ".gnupg", ".netrc", ".git-credentials", ".config/gh", ".config/git/credentials",
+	".aws", ".azure", ".config/gcloud", ".kube", ".docker", ".npmrc", ".pypirc", ".local/share/keyrings",
+}
+
+// hiddenRoots are replaced by empty directories besides the caller's HOME:
+// other users' homes, and /run, where agent and daemon sockets live (a
+// network namespace does not cut a path-named unix socket).
+var hiddenRoots = []string{"/home", "/root", "/run"}
+
+// freshRoots are the shared scratch directories, which the child gets fresh.
+var freshRoots = []string{"/tmp", "/var/tmp"}
+
+// Confinement plans the child's namespaces and mount view for spec in w:
+// user, PID and mount namespaces always, a network namespace under
+// --credentials loopback (the proxy, served inside it, is then the child's
+// only way out; under api-key and none it needs the real network); the
+// caller's HOME, other homes and /run hidden, /tmp fresh, the rest of /
+// read-only; the vendor binary, this one, the scratch tree and readOnly (a
+// kind's install directories) bound back read-only, so that the launch's
+// own files (settings, the catalogue copy, the transcript) cannot be
+// changed under the run; writable only the child's scratch HOME and TMPDIR,
+// its cwd (--cwd, or the scratch work directory) and dirs (the kind's own,
+// such as a config home); the --token-file and the caller's credential
+// files covered. It is nil under --unconfined or where the host cannot
+// confine (w.Unconfinable).
+func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confine.Spec {
+	if spec.Unconfined || w.Unconfinable != "" {
+		return nil
+	}
+	cwd := filepath.Join(w.Scratch, "work")
+	if spec.Cwd != "" {
+		cwd = spec.Cwd
+	}
+	c := &confine.Spec{
+		Init:       w.Self,
+		Namespaces: []string{confine.User, confine.PID, confine.Mount},
+		UID:        w.UID, GID: w.GID,
+		Fresh:    slices.Clone(freshRoots),
+		ReadOnly: append([]string{w.Binary, w.Self, w.Scratch}, readOnly...),
+		Writable: append([]string{filepath.Join(w.Scratch, "home"), filepath.Join(w.Scratch, "tmp"), cwd}, dirs...),
+		Covered:  []string{},
+	}
+	home := w.Env["HOME"]
+	if home != "" && filepath.IsAbs(home) && filepath.Clean(home) != "/" {
+		c.Hidden = append(c.Hidden, filepath.Clean(home))
+		for _, s := range callerSecrets {
+			c.Covered = append(c.Covered, filepath.Join(home, s))
+		}
+	}
+	for _, r := range hiddenRoots {
+		if !slices.Contains(c.Hidden, r) {
+			c.Hidden = append(c.Hidden, r)
+		}
+	}
+	if spec.TokenFile != "" {
+		c.Covered = append([]string{spec.TokenFile}, c.Covered...)
+	}
+	if spec.Credentials == CredentialsLoopback {
+		c.Namespaces = append(c.Namespaces, confine.Net)
+		c.Listen = w.ProxyAddr
+	} else {
+		// The child resolves names itself here; /etc/resolv.conf may point
+		// into /run.
+		c.ReadOnly = append(c.ReadOnly, "/run/systemd/resolve")
+	}
+	return c
+}
+
+// AttestConfinement completes a kind's attestation with what c enforces:
+// on h4, that the child cannot read the real token; on h6, what its mount
+// view hides; on h12, under --credentials loopback, that a direct
+// connection fails in the kernel. With c nil, the rows the kind imposed on
+// h4, h6 and h12 move to unavailable, naming why (--unconfined, or what
+// the host lacks): the kind's words then claim what nothing enforces.
+func AttestConfinement(a *record.Attestation, c *confine.Spec, spec *Spec, w *World) {
+	if c == nil {
+		why := "--unconfined: the caller chose to run the child without namespaces"
+		if !spec.Unconfined {
+			why = "confinement is unavailable here (" + w.Unconfinable + ")"
+		}
+		unconfined(a, "h4", why+"; the child shares metaharness's view of processes and files, so it could read the token where metaharness and the caller keep it (a --token-file, metaharness's own /proc entries to a child that can ptrace, the caller's credential files)")
+		unconfined(a, "h6", why+"; the caller's credential files are not hidden from the child")
+		unconfined(a, "h12", why+"; egress is steered (the proxy variables point at the gate), not enforced: a client that ignores them connects directly")
+		return
+	}
+	h4 := "enforced: the child runs in namespaces of its own (" + strings.Join(c.Namespaces, ", ") + ") under metaharness's own init, with a /proc that shows only its own processes, so metaharness's environment and argv are out of its sight, and the caller's credential files are hidden from it (h6)"
+	if w.NonDumpable {
+		h4 += "; metaharness is non-dumpable, so no process of its uid outside may read its memory or environment either"
+	}
+	if spec.Credentials == CredentialsLoopback {
+		h4 += tokenWords(spec, w)
+	}
+	enforce(a, "h4", h4)
+	enforce(a, "h6", "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
+		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
+		"; writable only "+strings.Join(c.Writable, ", ")+"; the rest of / read-only")
+	if c.Has(confine.Net) {
+		enforce(a, "h12", "enforced: the child's network namespace has only lo, where the loopback proxy listens at "+c.Listen+" as its one way out, so a direct connection to any other address fails in the kernel")
+	} else {
+		for i := range a.Unavailable {
+			if a.Unavailable[i].Row == "h12" {
+				a.Unavailable[i].Why += " (the child shares metaharness's network: without the proxy it needs the real one)"
+			}
+		}
+	}
+}
+
+func tokenWords(spec *Spec, w *World) string {
+	switch {
+	case w.TokenCleared != "":
+		return "; " + w.TokenCleared + " is cleared from metaharness's own environment block since it was read"
+	case spec.TokenFile != "":
+		return "; --token-file " + spec.TokenFile + " reads as empty inside"
+	case spec.TokenFD != nil:
+		return fmt.Sprintf("; the token came on descriptor %d, read once and closed", *spec.TokenFD)
+	}
+	return ""
+}
+
+// coveredWords lists covered paths, those under home by their names there.
+func coveredWords(covered []string, home string) string {
+	var out, under []string
+	for _, p := range covered {
+		if rel, ok := strings.CutPrefix(p, filepath.Clean(home)+"/"); ok && home != "" {
+			under = append(under, rel)
+		} else {
+			out = append(out, p)
+		}
+	}
+	if len(under) > 0 {
+		out = append(out, "in "+filepath.Clean(home)+": "+strings.Join(under, " "))
+	}
+	return strings.Join(out, ", ")
+}
+
+// enforce appends how to the row's imposed entry, when the kind imposed it.
+func enforce(a *record.Attestation, row, how string) {
+	for i := range a.Imposed {
+		if a.Imposed[i].Row == row {
+			a.Imposed[i].How += "; " + how
+			return
+		}
+	}
+}
+
+// unconfined moves the row from imposed to unavailable, keeping the kind's
+// words after why.
+func unconfined(a *record.Attestation, row, why string) {
+	for i, r := range a.Imposed {
+		if r.Row == row {
+			a.Imposed = slices.Delete(a.Imposed, i, i+1)
+			a.Unavailable = append(a.Unavailable, record.RowWhy{Row: row, Why: why + " (the launch itself: " + r.How + ")"})
+			return
+		}
+	}
+}
+
+// EnvRow is the h3 row's words for a constructed environment: the caller's
+// variables copied (those of copied that are in env) and every other
+// variable metaharness set, by name.
+func EnvRow(env map[string]string, copied []string) string {
+	var from, set []string
+	for k := range env {
+		if slices.Contains(copied, k) {
+			from = append(from, k)
+		} else {
+			set = append(set, k)
+		}
+	}
+	sort.Strings(from)
+	sort.Strings(set)
+	none := func(l []string) string {
+		if len(l) == 0 {
+			return "none"
+		}
+		return strings.Join(l, ", ")
+	}
+	return "the environment is constructed: copied from the caller's (of " + strings.Join(copied, ", ") + "): " + none(from) + "; set by metaharness: " + none(set) + "; nothing else inherited"
+}
