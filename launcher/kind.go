@@ -53,6 +53,9 @@ type Descriptor struct {
 	// Catalogue is how the kind carries --catalogue (the contract's
 	// run-time checks).
 	Catalogue mcpserve.Carriage
+	// Confined: the kind's plan confines its child (Confinement), so a
+	// run first asks whether the host can (confine.Probe).
+	Confined bool
 }
 
 // Runner is a kind whose run loop is built. `run NAME` on a kind that is

@@ -16,6 +16,7 @@ const (
 	RefuseTokenSourceConflict        exit.Name = "token-source-conflict"
 	RefuseTokenSourceWithoutLoopback exit.Name = "token-source-without-loopback"
 	RefuseAllowEgressNeedsLoopback   exit.Name = "allow-egress-needs-loopback"
+	RefuseUnconfinedNotApplicable    exit.Name = "unconfined-not-applicable"
 	RefuseOutputFinalNeedsEvents     exit.Name = "output-final-needs-events"
 	RefuseURLInvalid                 exit.Name = "url-invalid"
 	RefuseURLNotHTTPS                exit.Name = "url-not-https"

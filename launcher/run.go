@@ -285,7 +285,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	r.socket = filepath.Join(r.scratch, "decisions.sock")
 	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
-	if !s.Unconfined {
+	if r.d.Confined && !s.Unconfined {
 		if err := confine.Probe(r.io.Self); err != nil {
 			w.Unconfinable = err.Error()
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})

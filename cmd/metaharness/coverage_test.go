@@ -77,7 +77,11 @@ func sample(f *kong.Flag) string {
 			return "--" + f.Name + "=" + v
 		}
 	}
-	switch f.Target.Kind() {
+	kind := f.Target.Kind()
+	if kind == reflect.Pointer {
+		kind = f.Target.Type().Elem().Kind()
+	}
+	switch kind {
 	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
 		return "--" + f.Name + "=3"
 	}

@@ -31,6 +31,7 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		ContextChannel: ContextChannel,
 		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
 		RecordFormat: "claude-stream-json",
+		Confined:     true,
 		Memory:       memory,
 		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
 			launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
