@@ -70,7 +70,7 @@ func (anthropic) blocks(t Turn, id int) []map[string]any {
 	return out
 }
 
-func (a anthropic) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
+func (a anthropic) answer(w http.ResponseWriter, req *Request, t Turn, id int, hold func() bool) {
 	model := req.Model
 	if model == "" {
 		model = "scripted"
@@ -83,6 +83,9 @@ func (a anthropic) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
 	msgID := fmt.Sprintf("msg_%04d", id)
 	usage := map[string]any{"input_tokens": 1, "output_tokens": 1}
 	if !req.Stream {
+		if !hold() {
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"id": msgID, "type": "message", "role": "assistant", "model": model,
 			"content": blocks, "stop_reason": stop, "stop_sequence": nil, "usage": usage,
@@ -94,6 +97,9 @@ func (a anthropic) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
 		"id": msgID, "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": usage,
 	}})
+	if !hold() {
+		return
+	}
 	for i, b := range blocks {
 		start := map[string]any{"type": b["type"]}
 		var delta map[string]any

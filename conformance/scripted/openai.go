@@ -9,9 +9,14 @@ import (
 )
 
 // openAI speaks the Responses API: POST …/responses, answered as the SSE
-// sequence response.created, response.output_item.done per output item,
-// response.completed.
+// sequence response.created, per output item response.output_item.done
+// (a message preceded by response.output_item.added and one
+// response.output_text.delta), then response.completed.
 type openAI struct{}
+
+// liteHeader marks a request from a codex responses-lite slug, whose tools
+// travel in an additional_tools input item instead of the tools field.
+const liteHeader = "X-Openai-Internal-Codex-Responses-Lite"
 
 func (openAI) isModelRequest(r *http.Request) bool {
 	return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses")
@@ -23,42 +28,89 @@ type responsesTool struct {
 	Tools []responsesTool `json:"tools"`
 }
 
+// toolNames flattens a tools list: a namespace's tools as <namespace>__<name>,
+// a tool with no name (web_search) as its type.
+func toolNames(tools []responsesTool) []string {
+	var out []string
+	for _, t := range tools {
+		switch {
+		case t.Type == "namespace":
+			for _, inner := range t.Tools {
+				out = append(out, t.Name+"__"+inner.Name)
+			}
+		case t.Name != "":
+			out = append(out, t.Name)
+		default:
+			out = append(out, t.Type)
+		}
+	}
+	return out
+}
+
+type inputItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	CallID  string          `json:"call_id"`
+	Output  json.RawMessage `json:"output"`
+	Tools   []responsesTool `json:"tools"`
+}
+
 func (openAI) parse(body []byte, req *Request) {
 	var b struct {
-		Model  string            `json:"model"`
-		Stream bool              `json:"stream"`
-		Input  []json.RawMessage `json:"input"`
-		Tools  []responsesTool   `json:"tools"`
+		Model  string          `json:"model"`
+		Stream bool            `json:"stream"`
+		Input  []inputItem     `json:"input"`
+		Tools  []responsesTool `json:"tools"`
 	}
+	req.Lite = strings.EqualFold(req.Header.Get(liteHeader), "true")
 	if json.Unmarshal(body, &b) != nil {
 		return
 	}
 	req.Model, req.Stream = b.Model, b.Stream
-	for _, t := range b.Tools {
+	req.Tools = toolNames(b.Tools)
+	for _, it := range b.Input {
 		switch {
-		case t.Type == "namespace":
-			for _, inner := range t.Tools {
-				req.Tools = append(req.Tools, t.Name+"__"+inner.Name)
+		case it.Type == "additional_tools":
+			req.Tools = append(req.Tools, toolNames(it.Tools)...)
+		case it.Role == "user" && (it.Type == "message" || it.Type == ""):
+			if t := inputText(it.Content); t != "" {
+				req.UserTexts = append(req.UserTexts, t)
 			}
-		case t.Name != "":
-			req.Tools = append(req.Tools, t.Name)
-		default:
-			req.Tools = append(req.Tools, t.Type)
 		}
 	}
 	// The tool outputs that close the conversation, in order.
 	for i := len(b.Input) - 1; i >= 0; i-- {
-		var item struct {
-			Type   string          `json:"type"`
-			CallID string          `json:"call_id"`
-			Output json.RawMessage `json:"output"`
-		}
-		if json.Unmarshal(b.Input[i], &item) != nil || !strings.HasSuffix(item.Type, "call_output") {
+		it := b.Input[i]
+		if !strings.HasSuffix(it.Type, "call_output") {
 			break
 		}
-		req.ToolResults = append(req.ToolResults, ToolResult{CallID: item.CallID, Content: textOf(item.Output)})
+		req.ToolResults = append(req.ToolResults, ToolResult{CallID: it.CallID, Content: textOf(it.Output)})
 	}
 	slices.Reverse(req.ToolResults)
+}
+
+// inputText is a message's text: a string, or its input_text parts joined by
+// newlines.
+func inputText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return ""
+	}
+	var out []string
+	for _, p := range parts {
+		if p.Type == "input_text" {
+			out = append(out, p.Text)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // items is the turn as Responses output items, text first.
@@ -75,6 +127,12 @@ func (openAI) items(t Turn, id int) []map[string]any {
 			"type": "function_call", "id": fmt.Sprintf("fc_%04d", id), "call_id": fmt.Sprintf("call_%04d", id),
 			"name": c.Name, "arguments": c.input(), "status": "completed",
 		}
+		if c.Freeform != "" {
+			item = map[string]any{
+				"type": "custom_tool_call", "id": fmt.Sprintf("ctc_%04d", id), "call_id": fmt.Sprintf("call_%04d", id),
+				"name": c.Name, "input": c.Freeform, "status": "completed",
+			}
+		}
 		if c.Namespace != "" {
 			item["namespace"] = c.Namespace
 		}
@@ -83,7 +141,7 @@ func (openAI) items(t Turn, id int) []map[string]any {
 	return out
 }
 
-func (o openAI) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
+func (o openAI) answer(w http.ResponseWriter, req *Request, t Turn, id int, hold func() bool) {
 	model := req.Model
 	if model == "" {
 		model = "scripted"
@@ -100,7 +158,9 @@ func (o openAI) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
 		return r
 	}
 	if !req.Stream {
-		writeJSON(w, http.StatusOK, response("completed", items))
+		if hold() {
+			writeJSON(w, http.StatusOK, response("completed", items))
+		}
 		return
 	}
 	s := startSSE(w)
@@ -111,10 +171,29 @@ func (o openAI) answer(w http.ResponseWriter, req *Request, t Turn, id int) {
 		s.event(name, payload)
 	}
 	event("response.created", map[string]any{"response": response("in_progress", []any{})})
+	if !hold() {
+		return
+	}
 	for i, item := range items {
+		if item["type"] == "message" {
+			// Streamed text: codex turns the delta into item/agentMessage/delta.
+			event("response.output_item.added", map[string]any{"output_index": i, "item": started(item)})
+			event("response.output_text.delta", map[string]any{"output_index": i, "item_id": item["id"], "content_index": 0, "delta": t.Text})
+		}
 		event("response.output_item.done", map[string]any{"output_index": i, "item": item})
 	}
 	event("response.completed", map[string]any{"response": response("completed", items)})
+}
+
+// started is a message as response.output_item.added announces it: in
+// progress, with no content yet.
+func started(item map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range item {
+		out[k] = v
+	}
+	out["status"], out["content"] = "in_progress", []any{}
+	return out
 }
 
 func (openAI) fail(w http.ResponseWriter, status int, typ, message string) {

@@ -28,6 +28,10 @@ type Script struct {
 	Turns []Turn `json:"turns"`
 	// Final is the text answered once the turns are used up.
 	Final string `json:"final,omitempty"`
+	// FinalError, when set, is answered instead of Final to every request
+	// past the turns: an upstream that keeps failing, however often the
+	// client retries.
+	FinalError *ErrorTurn `json:"final_error,omitempty"`
 }
 
 // Turn is one model answer: text, a tool call, both (text first), or an
@@ -36,6 +40,12 @@ type Turn struct {
 	Text     string     `json:"text,omitempty"`
 	ToolCall *ToolCall  `json:"tool_call,omitempty"`
 	Error    *ErrorTurn `json:"error,omitempty"`
+	// HoldMS holds a streamed answer open: the stream starts (on the
+	// Responses API with response.created), then waits up to HoldMS
+	// milliseconds before the rest is sent. A client that gives up on the
+	// stream first (codex abandons it for a steer, or on turn/interrupt)
+	// ends the hold, and the turn is consumed all the same.
+	HoldMS int `json:"hold_ms,omitempty"`
 }
 
 // ToolCall asks the client to call a tool. Name is the tool as the model
@@ -46,6 +56,10 @@ type ToolCall struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	Namespace string          `json:"namespace,omitempty"`
+	// Freeform, on the Responses API, makes the call a custom (freeform)
+	// tool call whose input is this text, the way codex's apply_patch is
+	// called; Input is then unused.
+	Freeform string `json:"freeform,omitempty"`
 }
 
 // ErrorTurn answers a request with an HTTP error status and the vendor's
@@ -54,6 +68,8 @@ type ErrorTurn struct {
 	Status  int    `json:"status"`
 	Type    string `json:"type,omitempty"`
 	Message string `json:"message"`
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string `json:"retry_after,omitempty"`
 }
 
 // Texts is a script of plain text answers, one per request.
@@ -81,6 +97,9 @@ func LoadScript(path string) (Script, error) {
 // maxScript bounds a script file; scripts are a handful of turns.
 const maxScript = 1 << 20
 
+// maxHoldMS bounds a held stream, so that a test nobody releases still ends.
+const maxHoldMS = 120_000
+
 // ParseScript reads a script: either {"turns":[…],"final":"…"} or a bare
 // list of turns. Unknown fields are refused so that a typo does not silently
 // turn into a text answer.
@@ -104,6 +123,11 @@ func ParseScript(data []byte) (Script, error) {
 			return Script{}, fmt.Errorf("turn %d: %w", i+1, err)
 		}
 	}
+	if s.FinalError != nil {
+		if err := (Turn{Error: s.FinalError}).check(); err != nil {
+			return Script{}, fmt.Errorf("final_error: %w", err)
+		}
+	}
 	return s, nil
 }
 
@@ -121,7 +145,9 @@ func decodeStrict(data []byte, v any) error {
 
 func (t Turn) check() error {
 	switch {
-	case t.Error != nil && (t.Text != "" || t.ToolCall != nil):
+	case t.HoldMS < 0 || t.HoldMS > maxHoldMS:
+		return fmt.Errorf("hold_ms %d is not between 0 and %d", t.HoldMS, maxHoldMS)
+	case t.Error != nil && (t.Text != "" || t.ToolCall != nil || t.HoldMS != 0):
 		return errors.New("an error turn carries nothing else")
 	case t.Error != nil:
 		if t.Error.Status < 400 || t.Error.Status > 599 {
@@ -130,6 +156,9 @@ func (t Turn) check() error {
 	case t.ToolCall != nil:
 		if strings.TrimSpace(t.ToolCall.Name) == "" {
 			return errors.New("tool_call needs a name")
+		}
+		if t.ToolCall.Freeform != "" && len(t.ToolCall.Input) > 0 {
+			return fmt.Errorf("tool_call %s: a freeform call carries its text, not an input", t.ToolCall.Name)
 		}
 		if len(t.ToolCall.Input) > 0 {
 			var obj map[string]any

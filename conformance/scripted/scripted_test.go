@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -173,9 +175,12 @@ func TestOpenAIScript(t *testing.T) {
 	_, ev = post(t, url, hdr, `{"model":"fake-model","stream":true,"input":[{"type":"message","role":"user","content":"go"},
 		{"type":"function_call","call_id":"call_0001","name":"echo","arguments":"{}"},
 		{"type":"function_call_output","call_id":"call_0001","output":"echo: x"}]}`)
-	msg := ev[1].data["item"].(map[string]any)
-	if text := msg["content"].([]any)[0].(map[string]any)["text"]; text != "DONE" {
-		t.Fatalf("final text %v", text)
+	if d := cmp.Diff([]string{"response.created", "response.output_item.added", "response.output_text.delta", "response.output_item.done", "response.completed"}, names(ev)); d != "" {
+		t.Fatalf("text events (-want +got):\n%s", d)
+	}
+	msg := ev[3].data["item"].(map[string]any)
+	if text := msg["content"].([]any)[0].(map[string]any)["text"]; text != "DONE" || ev[2].data["delta"] != "DONE" {
+		t.Fatalf("final text %v, delta %v", text, ev[2].data["delta"])
 	}
 	reqs := srv.Requests()
 	if d := cmp.Diff([]string{"exec_command", "mcp__demo__echo", "web_search"}, reqs[0].Tools); d != "" {
@@ -186,6 +191,84 @@ func TestOpenAIScript(t *testing.T) {
 	}
 	if reqs[1].Credential() != "k2" {
 		t.Fatalf("credential %q", reqs[1].Credential())
+	}
+	if d := cmp.Diff([]string{"go"}, reqs[0].UserTexts); d != "" || reqs[0].Lite {
+		t.Fatalf("user texts %s, lite %v", d, reqs[0].Lite)
+	}
+}
+
+// TestOpenAIResponsesLite: a responses-lite request's tools are read from
+// its additional_tools item, and a freeform call is a custom_tool_call.
+func TestOpenAIResponsesLite(t *testing.T) {
+	srv := NewOpenAIServer(Script{Turns: []Turn{{ToolCall: &ToolCall{Name: "apply_patch", Freeform: "*** Begin Patch"}}}})
+	defer srv.Close()
+	hdr := map[string]string{"x-openai-internal-codex-responses-lite": "true"}
+	_, ev := post(t, srv.URL()+"/v1/responses", hdr, `{"model":"gpt-6-sol","stream":true,"input":[
+		{"type":"additional_tools","role":"developer","tools":[{"type":"namespace","name":"functions","tools":[{"type":"function","name":"read_file"}]}]},
+		{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]},
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]},
+		{"type":"message","role":"user","content":[{"type":"input_text","text":"STEER"}]}]}`)
+	item := ev[1].data["item"].(map[string]any)
+	if item["type"] != "custom_tool_call" || item["input"] != "*** Begin Patch" || item["call_id"] != "call_0001" {
+		t.Fatalf("item %v", item)
+	}
+	r := srv.Requests()[0]
+	if d := cmp.Diff([]string{"functions__read_file"}, r.Tools); d != "" || !r.Lite {
+		t.Fatalf("tools %s, lite %v", d, r.Lite)
+	}
+	if d := cmp.Diff([]string{"hi", "STEER"}, r.UserTexts); d != "" {
+		t.Fatalf("user texts: %s", d)
+	}
+}
+
+// TestHoldAndFinalError: a held stream starts and waits; a client that goes
+// away ends the hold (the request is marked abandoned, the turn consumed).
+// FinalError answers every request past the turns, with Retry-After.
+func TestHoldAndFinalError(t *testing.T) {
+	holding := make(chan struct{}, 1)
+	srv := NewOpenAIServer(Script{
+		Turns:      []Turn{{Text: "slow", HoldMS: 60_000}},
+		FinalError: &ErrorTurn{Status: 429, Message: "slow down", RetryAfter: "7"},
+	}, OnRequest(func(r Request) {
+		if r.Turn == 0 {
+			holding <- struct{}{}
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL()+"/v1/responses", strings.NewReader(`{"stream":true}`))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-holding
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the held stream ended on its own")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !srv.Requests()[0].Abandoned {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned hold was never recorded")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 0; i < 2; i++ {
+		resp, _ := post(t, srv.URL()+"/v1/responses", nil, `{"stream":true}`)
+		if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" {
+			t.Fatalf("request %d past the turns: %d, Retry-After %q", i+2, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if _, err := ParseScript([]byte(`{"turns":[{"text":"x","hold_ms":-1}]}`)); err == nil {
+		t.Fatal("a negative hold was accepted")
+	}
+	if _, err := ParseScript([]byte(`{"turns":[],"final_error":{"status":200,"message":"x"}}`)); err == nil {
+		t.Fatal("a final_error with a success status was accepted")
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Turn numbers a Request carries besides a script index.
@@ -39,9 +40,18 @@ type Request struct {
 	Stream      bool
 	Tools       []string     // tool names offered; a Responses namespace tool as <namespace>__<name>
 	ToolResults []ToolResult // tool results at the end of the conversation sent
+	// Lite: the Responses request came from a responses-lite slug, its tools
+	// in an additional_tools input item (Tools lists them all the same).
+	Lite bool
+	// UserTexts are the texts of the user messages the request carries, in
+	// order (where a steer or an injected message shows up).
+	UserTexts []string
 	// Turn is the script index answered, PastEnd or NotAnswered.
 	Turn   int
 	Status int // the status answered
+	// Abandoned: the turn held its stream (Turn.HoldMS) and the client went
+	// away before the hold ended. Requests reports it once the answer ended.
+	Abandoned bool
 }
 
 // ToolResult is a tool's result as the client handed it back to the model.
@@ -89,7 +99,9 @@ func OnRequest(hook func(Request)) Option { return func(o *options) { o.hook = h
 type dialect interface {
 	isModelRequest(r *http.Request) bool
 	parse(body []byte, req *Request)
-	answer(w http.ResponseWriter, req *Request, t Turn, id int)
+	// answer streams (or writes) turn t; hold is called once the stream has
+	// started and reports whether the client is still there.
+	answer(w http.ResponseWriter, req *Request, t Turn, id int, hold func() bool)
 	fail(w http.ResponseWriter, status int, typ, message string)
 }
 
@@ -207,10 +219,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.opts.hook(req)
 	}
 	if turn.Error != nil {
+		if turn.Error.RetryAfter != "" {
+			w.Header().Set("Retry-After", turn.Error.RetryAfter)
+		}
 		s.d.fail(w, turn.Error.Status, turn.Error.errorType(), turn.Error.Message)
 		return
 	}
-	s.d.answer(w, &req, turn, req.Seq)
+	hold := func() bool {
+		if turn.HoldMS == 0 {
+			return true
+		}
+		t := time.NewTimer(time.Duration(turn.HoldMS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-r.Context().Done():
+			s.mu.Lock()
+			s.reqs[req.Seq-1].Abandoned = true
+			s.mu.Unlock()
+			return false
+		}
+	}
+	s.d.answer(w, &req, turn, req.Seq, hold)
 }
 
 // take consumes the next turn for req and numbers it.
@@ -223,6 +254,9 @@ func (s *Server) take(req *Request) Turn {
 		return s.script.Turns[req.Turn]
 	}
 	req.Turn = PastEnd
+	if s.script.FinalError != nil {
+		return Turn{Error: s.script.FinalError}
+	}
 	return Turn{Text: s.script.Final}
 }
 
