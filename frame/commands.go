@@ -2,6 +2,7 @@ package frame
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/metaharness/metaharness/record"
@@ -68,9 +69,9 @@ func (e *Engine) apply(cl *record.CommandLine) record.CommandOutcome {
 	case *record.FrameSet:
 		return e.setFrame(c)
 	case *record.Interrupt:
-		return e.control(c, "the embedder interrupted the turn")
+		return e.control(c, Interrupted)
 	case *record.Halt:
-		return e.control(c, "the embedder halted the run")
+		return e.control(c, Halted)
 	default:
 		return e.control(c, "")
 	}
@@ -125,14 +126,35 @@ func (e *Engine) control(c record.Command, abandons string) record.CommandOutcom
 		e.abandonAll(abandons)
 	}
 	if err := e.cfg.Control(c); err != nil {
+		var cr *ControlRefusal
+		if errors.As(err, &cr) {
+			return record.Refuse(cr.Code, cr.Reason)
+		}
 		return record.Refuse(record.UnsupportedControl, fmt.Sprintf("%s could not be applied to the child: %v", c.CommandName(), err))
 	}
 	if _, ok := c.(*record.Halt); ok {
 		e.halted = true
-		e.ended = "the embedder halted the run"
+		e.ended = Halted
 	}
 	return record.OK(nil)
 }
+
+// Halted and Interrupted begin the reason of every call that a halt or an
+// interrupt abandons, so a seam can tell the two from any other deny.
+const (
+	Halted      = "the embedder halted the run"
+	Interrupted = "the embedder interrupted the turn"
+)
+
+// ControlRefusal is a Config.Control error that refuses the command with
+// its own code (a steer with no turn running is TOO_LATE) instead of
+// UNSUPPORTED_CONTROL.
+type ControlRefusal struct {
+	Code   string
+	Reason string
+}
+
+func (c *ControlRefusal) Error() string { return c.Code + ": " + c.Reason }
 
 func (e *Engine) result(id string, out record.CommandOutcome) {
 	e.emit(nil, &record.CommandResult{ID: id, Outcome: out})

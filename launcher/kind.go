@@ -40,8 +40,13 @@ type Descriptor struct {
 	// (session.started.context_files[].channel).
 	ContextChannel string
 	// Upstream is the loopback proxy's default upstream, and TokenEnv the
-	// caller's variable holding its token by default.
+	// caller's variable holding its token by default. UpstreamHeader is how
+	// the upstream wants the token ("" is loopback's default, x-api-key).
 	Upstream, TokenEnv string
+	UpstreamHeader     loopback.HeaderStyle
+	// TokenFile reads a --token-file's content the kind's way (a codex
+	// auth.json, say); nil reads it as the token itself.
+	TokenFile func(data []byte) (string, error)
 	// RecordFormat names the kind's raw record for project --from
 	// (claude-stream-json), "" when it has none a Replayer reads.
 	RecordFormat string
@@ -113,6 +118,21 @@ type SpecChecker interface {
 // stream and returns the refusal (exit 2) instead of an attestation.
 type Refuser interface {
 	Refusal() error
+}
+
+// Observer is a kind that looks at its binary before planning, beyond
+// --version: what it sees goes into World.Vendor (or corrects World.Binary,
+// say to a native binary behind a wrapper), so that the plan stays a pure
+// function of the spec and the world. A refusal here starts nothing more.
+type Observer interface {
+	Observe(ctx context.Context, spec *Spec, w *World) error
+}
+
+// Preflighter is a kind that puts the written scratch files to its binary
+// before the spawn (codex's --strict-config): a configuration the binary
+// rejects is a refusal, never a half-started session.
+type Preflighter interface {
+	Preflight(ctx context.Context, plan *Plan) error
 }
 
 // Answerer is a session whose child's programs ask over the decision channel

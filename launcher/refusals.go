@@ -33,6 +33,11 @@ const (
 	// A kind's credential variable is not set (--credentials api-key).
 	RefuseAPIKeyMissing exit.Name = "api-key-missing"
 
+	// A kind's launch plan (exit 2, before the spawn), shared by the kinds
+	// whose plans refuse the same things.
+	RefuseEndpointWithCredential exit.Name = "endpoint-with-credential"
+	RefuseMemoryFileAboveCWD     exit.Name = "memory-file-above-cwd"
+
 	// Setting the run up failed.
 	RefuseScratchUnavailable exit.Name = "scratch-unavailable"
 	RefuseScratchWrite       exit.Name = "scratch-write"

@@ -325,10 +325,17 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 		w.CatalogueCopy = filepath.Join(r.scratch, "catalogue.json")
 		for _, e := range r.contract.Entries {
 			w.CatalogueTools = append(w.CatalogueTools, e.Published())
+			w.CatalogueDecls = append(w.CatalogueDecls, ToolDecl{Name: e.Published(), Summary: e.Summary, Input: e.InputSchema()})
 			op := mcpserve.OperationOf(e.Name)
 			w.CatalogueWrites = w.CatalogueWrites || op == "file.write" || op == "file.edit"
 		}
 		r.writes = w.CatalogueWrites
+	}
+	if o, ok := r.kind.(Observer); ok {
+		if err := o.Observe(ctx, s, w); err != nil {
+			return exit.Refused, err
+		}
+		r.happened = append(r.happened, "the vendor binary was observed")
 	}
 	plan, err := r.runner.Plan(s, w)
 	if err != nil {
@@ -354,6 +361,11 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if err := stopped(ctx, "while the launch was planned and written"); err != nil {
 		return exit.Refused, err
 	}
+	if p, ok := r.kind.(Preflighter); ok {
+		if err := p.Preflight(ctx, plan); err != nil {
+			return exit.Refused, err
+		}
+	}
 	return r.session(ctx, mode, plan)
 }
 
@@ -374,12 +386,12 @@ func (r *run) startProxy(w *World) error {
 	if s.ModelEndpoint != "" {
 		upstream = s.ModelEndpoint
 	}
-	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD}
+	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD, Decode: r.d.TokenFile}
 	if src.Env == "" && src.File == "" && src.FD == nil {
 		src.Env = tokenEnv
 	}
 	p, err := loopback.New(loopback.Config{
-		Upstream: upstream, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		Upstream: upstream, Header: r.d.UpstreamHeader, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
 		// The child is gone when the proxy closes; a short grace keeps a
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
@@ -413,6 +425,7 @@ func (r *run) startProxy(w *World) error {
 	if w.LoopbackEnv, err = lc.LoopbackEnv(p); err != nil {
 		return err
 	}
+	w.LoopbackURL = p.BaseURL()
 	r.happened = append(r.happened, "the loopback proxy had started")
 	return nil
 }

@@ -26,3 +26,13 @@ func ShellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// GateHow is the H12 claim of a loopback run: the child's proxy variables
+// point at the egress gate, which lets through only the hosts named.
+func GateHow(allowEgress []string) string {
+	hosts := "none"
+	if len(allowEgress) > 0 {
+		hosts = strings.Join(allowEgress, ", ")
+	}
+	return "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: " + hosts
+}

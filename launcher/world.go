@@ -1,6 +1,10 @@
 package launcher
 
-import "github.com/metaharness/metaharness/launcher/contextfile"
+import (
+	"encoding/json"
+
+	"github.com/metaharness/metaharness/launcher/contextfile"
+)
 
 // World is what the launcher observed before planning: nothing in a plan is
 // read from anywhere else.
@@ -39,6 +43,9 @@ type World struct {
 	// CatalogueWrites is set when the catalogue declares a write entry, so
 	// the server may write beneath the cwd (the frame still decides).
 	CatalogueWrites bool `json:"catalogue_writes,omitempty"`
+	// CatalogueDecls are the checked entries as a kind declares them to its
+	// vendor itself (codex's dynamic tools), in the contract's order.
+	CatalogueDecls []ToolDecl `json:"catalogue_decls,omitempty"`
 	// LoopbackEnv is what the child needs to reach the model only through
 	// the loopback proxy (LoopbackClient.LoopbackEnv), under --credentials
 	// loopback.
@@ -51,8 +58,22 @@ type World struct {
 	// Version is the vendor's --version as read before planning, "" when
 	// it could not be read.
 	Version string `json:"version,omitempty"`
+	// LoopbackURL is the proxy's base URL (http://127.0.0.1:PORT), for a
+	// kind that names it in its own configuration (codex's provider entry).
+	LoopbackURL string `json:"loopback_url,omitempty"`
 	// MemoryAbove lists memory files (the kind's Memory.Shapes) found above the
 	// child's cwd; MemoryAtRoot those in the cwd itself (attest.WalkMemory).
 	MemoryAbove  []string `json:"memory_above,omitempty"`
 	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
+	// Vendor is what the kind observed of its binary before planning
+	// (Observer), in the kind's own shape; absent when it observes nothing.
+	Vendor json.RawMessage `json:"vendor,omitempty"`
+}
+
+// ToolDecl is one catalogue entry as its vendor is told of it: the name it
+// is published under, its summary and its input schema, verbatim.
+type ToolDecl struct {
+	Name    string          `json:"name"`
+	Summary string          `json:"summary"`
+	Input   json.RawMessage `json:"input"`
 }

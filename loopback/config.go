@@ -54,6 +54,10 @@ type TokenSource struct {
 	Env  string
 	File string
 	FD   *int
+	// Decode, when set, reads File's content instead: a file in a vendor's
+	// own shape (codex's auth.json) whose token it returns, or a refusal
+	// naming why it carries none.
+	Decode func(data []byte) (string, error)
 }
 
 // Config is one proxy. The zero values of the optional fields are the

@@ -364,7 +364,7 @@ func TestRefusals(t *testing.T) {
 			if cfg.Upstream == "" && !strings.HasPrefix(tc.name, "upstream") {
 				cfg.Upstream = "https://api.anthropic.com"
 			}
-			if cfg.Token == (TokenSource{}) && tc.name != "no token source" {
+			if cfg.Token.Env == "" && cfg.Token.File == "" && tc.name != "no token source" {
 				cfg.Token = good
 			}
 			cfg.LookupEnv = env

@@ -83,6 +83,17 @@ func (t *tokens) read() (string, error) {
 	if err != nil {
 		return "", exit.Within(RefuseTokenUnreadable, err, "--token-file %v; it should be a regular file that holds the token only", err)
 	}
+	if t.src.Decode != nil {
+		tok, err := t.src.Decode(data)
+		var r *exit.Refusal
+		if errors.As(err, &r) {
+			return "", &exit.Refusal{Name: r.Name, Message: "--token-file " + t.src.File + ": " + r.Message, Err: err}
+		}
+		if err != nil {
+			return "", exit.Wrap(RefuseTokenUnreadable, err, "--token-file %s", t.src.File)
+		}
+		data = []byte(tok)
+	}
 	v := strings.TrimSpace(string(data))
 	if v == "" {
 		return "", exit.Refuse(RefuseTokenMissing, "--token-file %s is empty; write the upstream's token into it", t.src.File)

@@ -27,21 +27,27 @@ import (
 // working tree, and the environment metaharness is started with.
 type operator struct {
 	t    *testing.T
+	kind string // the kind `run` starts
 	home string
 	tree string
 	env  []string
 }
 
 func newOperator(t *testing.T, token string) *operator {
-	claude := vendortest.Binary(t, "claude")
+	return newOperatorFor(t, token, "claude", vendortest.Binary(t, "claude"))
+}
+
+// newOperatorFor is an operator whose ~/.local/bin holds bin as kind's
+// binary.
+func newOperatorFor(t *testing.T, token, kind, bin string) *operator {
 	root := t.TempDir()
-	o := &operator{t: t, home: filepath.Join(root, "operator"), tree: filepath.Join(root, "tree")}
+	o := &operator{t: t, kind: kind, home: filepath.Join(root, "operator"), tree: filepath.Join(root, "tree")}
 	for _, d := range []string{filepath.Join(o.home, ".local", "bin"), o.tree} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(claude, filepath.Join(o.home, ".local", "bin", "claude")); err != nil {
+	if err := os.Symlink(bin, filepath.Join(o.home, ".local", "bin", kind)); err != nil {
 		t.Fatal(err)
 	}
 	o.env = []string{"HOME=" + o.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "MH_TEST_TOKEN=" + token}
@@ -110,7 +116,7 @@ func (r *runResult) find(name string) []record.Event {
 	return out
 }
 
-// runMetaharness runs `metaharness run claude ARGS` as the operator, with
+// run runs `metaharness run KIND ARGS` as the operator, with
 // stdin fed by answer (nil: nothing), and reads its event stream.
 func (o *operator) run(answer func(ev *record.EventLine, stdin func(string)), args ...string) *runResult {
 	return o.runWatched(nil, answer, args...)
@@ -125,7 +131,7 @@ func (o *operator) runWatched(started func(pid int), answer func(ev *record.Even
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"run", "claude"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"run", o.kind}, args...)...)
 	cmd.Env = o.env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -269,13 +275,16 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 // child certainly runs): no process below metaharness, and no file in the
 // child's scratch tree, holds the real token; the vendor holds a placeholder.
 type secretWatch struct {
-	t           *testing.T
-	token       string
-	pid         chan int
-	mu          sync.Mutex
-	looks       int
-	errs        []string
-	placeholder string
+	t     *testing.T
+	token string
+	// placeholderVar and homeVar are the child's variables holding the
+	// placeholder and its scratch config home (default: Claude Code's).
+	placeholderVar, homeVar string
+	pid                     chan int
+	mu                      sync.Mutex
+	looks                   int
+	errs                    []string
+	placeholder             string
 }
 
 func (w *secretWatch) started(pid int) { w.pid <- pid }
@@ -298,15 +307,19 @@ func (w *secretWatch) look(scripted.Request) {
 	w.looks++
 	var scratch string
 	var placeholder bool
+	phVar, homeVar := w.placeholderVar, w.homeVar
+	if phVar == "" {
+		phVar, homeVar = "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CONFIG_DIR"
+	}
 	for _, p := range procs[1:] { // procs[0] is metaharness, which holds the token by design
 		for _, where := range vendortest.Holds([]vendortest.Proc{p}, w.token) {
 			w.errs = append(w.errs, "the token is in the child: "+where+" "+strings.Join(p.Cmdline, " "))
 		}
 		for _, kv := range p.Environ {
-			if v, ok := strings.CutPrefix(kv, "ANTHROPIC_AUTH_TOKEN="); ok && v != "" {
+			if v, ok := strings.CutPrefix(kv, phVar+"="); ok && v != "" {
 				placeholder, w.placeholder = true, v
 			}
-			if v, ok := strings.CutPrefix(kv, "CLAUDE_CONFIG_DIR="); ok {
+			if v, ok := strings.CutPrefix(kv, homeVar+"="); ok {
 				scratch = filepath.Dir(v)
 			}
 		}

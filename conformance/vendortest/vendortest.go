@@ -83,6 +83,20 @@ func Binary(t testing.TB, name string) string {
 	return bin
 }
 
+// CodexNative is the pinned Codex's native binary, which a governed run
+// starts as app-server (the node wrapper Binary finds execs it), after
+// checking the tools and the namespace.
+func CodexNative(t testing.TB) string {
+	t.Helper()
+	tools := Tools(t)
+	RequireLoopbackOnly(t)
+	bin := filepath.Join(tools, "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+	if _, err := os.Stat(bin); err != nil {
+		unavailable(t, "codex's native binary is not installed under %s: %v", tools, err)
+	}
+	return bin
+}
+
 // Home is a scratch home for one vendor run.
 type Home struct {
 	Root         string // the scratch root; also the cwd to run in

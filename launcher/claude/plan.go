@@ -49,12 +49,12 @@ var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 // Plan builds the claude launch for spec in world. It reads nothing else.
 func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if spec.ModelEndpoint != "" && spec.Credentials != launcher.CredentialsNone && spec.Credentials != launcher.CredentialsLoopback {
-		return nil, exit.Refuse(RefuseEndpointWithCredential,
+		return nil, exit.Refuse(launcher.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
 			spec.Credentials, spec.ModelEndpoint)
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse(RefuseMemoryFileAboveCWD,
+		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -223,7 +223,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 	if spec.Credentials != launcher.CredentialsLoopback {
 		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: "h12", Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
 	} else {
-		imposed("h12", "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: "+allowed(spec.AllowEgress))
+		imposed("h12", launcher.GateHow(spec.AllowEgress))
 	}
 	if spec.Decisions == frame.ModeObserve {
 		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
@@ -241,13 +241,6 @@ func serveArgs(w *launcher.World, cwd string) []string {
 		args = append(args, "--writable")
 	}
 	return args
-}
-
-func allowed(hosts []string) string {
-	if len(hosts) == 0 {
-		return "none"
-	}
-	return strings.Join(hosts, ", ")
 }
 
 func jsonFile(path string, v any) launcher.File {

@@ -1,75 +1,56 @@
 // Package codex holds everything specific to Codex, driven through
-// `codex app-server`: its descriptor, launch plan and protocol reader.
+// `codex app-server` on its native binary: its descriptor, the pure launch
+// plan (a scratch CODEX_HOME whose config.toml and model catalog override
+// leave the model exactly the run's tools), the JSON-RPC conversation the
+// run holds with app-server, and the reader that maps that conversation to
+// events, live and in replay.
 package codex
 
 import (
-	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
 
 // Pin is the Codex version this build is tested against.
 const Pin = "0.169.0"
 
-// Capabilities is the codex descriptor. No codex run has been driven by
-// this build yet, so every tier and mode is unverified, which makes a run
-// that requires one refuse rather than over-claim.
+// Capabilities is the codex descriptor. Each delivered tier, command and
+// mode is driven on the pinned binary by a test in cmd/metaharness
+// (run_codex_real_test.go): registration by the catalogue as dynamic tools
+// and the tools array the model receives, call by frame, ask and observe
+// decisions at both seams, turn by steer and message.inject (turn/steer),
+// kill by interrupt (turn/interrupt) and halt. frame.set stays refused: a
+// codex session runs the task's one turn, so a frame for the next turn
+// would never be in force.
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
 		Adapter:        launcher.AdapterName{ID: "codex", Class: "harness"},
 		VersionsPinned: []string{Pin},
 		Tiers: launcher.Tiers{
-			Registration: launcher.Unverified, Call: launcher.Unverified,
-			Turn: launcher.Unverified, Kill: launcher.Unverified,
+			Registration: launcher.Delivered, Call: launcher.Delivered,
+			Turn: launcher.Delivered, Kill: launcher.Delivered,
 		},
 		Commands: map[string]launcher.CommandSupport{
 			"tool.decide":    launcher.Honoured,
 			"interrupt":      launcher.Honoured,
 			"halt":           launcher.Honoured,
+			"steer":          launcher.Honoured,
+			"message.inject": launcher.Honoured,
 			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
-			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
-			"steer":          launcher.RefusedWith(record.UnsupportedControl),
 			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
 		},
 		DecisionModes: map[string]launcher.Status{
-			"frame": launcher.Unverified, "ask": launcher.Unverified, "observe": launcher.Unverified,
+			"frame": launcher.Delivered, "ask": launcher.Delivered, "observe": launcher.Delivered,
 		},
 		Rendering: map[string]*string{
-			"file.read": nil, "file.write": s("apply_patch"), "file.edit": s("apply_patch"),
-			"dir.list": nil, "search": nil, "shell": s("exec_command"),
-			"web.read": s("web_search"), "skill.load": nil, "subagent.spawn": nil,
+			"file.read": nil, "file.write": s(PatchTool), "file.edit": s(PatchTool),
+			"dir.list": nil, "search": nil, "shell": s(ShellTool),
+			"web.read": nil, "skill.load": nil, "subagent.spawn": nil,
 			"task.todo": nil, "mcp.call": nil,
 		},
 		// Catalogue entries are declared as app-server dynamic tools under
 		// their mcp rendering, so the model calls them by that name.
 		CatalogueRendering: s("{mcp}"),
-	}
-}
-
-// Kind is Codex as every verb sees it. Only its descriptor is built: `run
-// codex` refuses not-built after the spec's checks, and doctor finds the
-// binary and its pin but has no launch whose flags to probe. The run loop
-// plugs in here as a launcher.Runner whose session converses with
-// `codex app-server` over the child's stdin and stdout.
-type Kind struct{}
-
-var _ launcher.Kind = Kind{}
-
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
-		Name: "codex", Binary: "codex", Capabilities: Capabilities(),
-		Install:  "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Codex's native binary (" + Pin + ") into ~/.local/bin",
-		Upstream: "https://api.openai.com", TokenEnv: "OPENAI_API_KEY",
-		// Codex reads AGENTS.md and AGENTS.override.md; the seed adds
-		// CLAUDE.md. Nothing keeps those above the cwd out of its loader.
-		Memory: attest.Memory{Shapes: []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}},
-		// Catalogue entries become app-server dynamic tools under their mcp
-		// rendering, and app-server refuses these names at thread/start.
-		Catalogue: mcpserve.Carriage{
-			ReservedNames: []string{"mcp"}, ReservedPrefixes: []string{"mcp__"},
-			ReservedWhy: "a name codex app-server reserves for MCP tools and refuses at thread/start",
-		},
 	}
 }

@@ -87,7 +87,7 @@ func TestLoopbackEnvs(t *testing.T) {
 }
 
 // TestCodexProvider: the provider table codex's config reaches the proxy
-// by, with no retries and no placeholder in it.
+// by, with bounded retries and no placeholder in it.
 func TestCodexProvider(t *testing.T) {
 	p := startProxy(t, "")
 	id, toml, err := codex.Kind{}.LoopbackProvider(p)
@@ -97,7 +97,8 @@ base_url = "%s/v1"
 wire_api = "responses"
 env_key = "METAHARNESS_LOOPBACK_KEY"
 request_max_retries = 0
-stream_max_retries = 0
+stream_max_retries = 1
+stream_idle_timeout_ms = 300000
 `, p.BaseURL())
 	if d := cmp.Diff(want, toml); err != nil || id != codex.ProviderID || d != "" {
 		t.Fatalf("codex provider %s (-want +got): %s %v", id, d, err)

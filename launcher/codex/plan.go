@@ -1,0 +1,393 @@
+package codex
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/record"
+)
+
+// ContextChannel is how declared context files reach the model: the
+// thread's developerInstructions, which app-server sends as the first text
+// of the developer message of every request, and which the run's transcript
+// (the thread/start request) shows.
+const ContextChannel = "developer-instructions"
+
+// Provider ids of the scratch config: one per way the child reaches a
+// model. None is a built-in codex provider name, which codex refuses to
+// redefine.
+const (
+	ProviderID         = "metaharness_loopback"
+	apiKeyProviderID   = "metaharness_api_key"
+	endpointProviderID = "metaharness_endpoint"
+)
+
+// KeyEnv holds the placeholder under --credentials loopback; the provider
+// entry names it as its env_key, so codex sends it as the bearer token.
+const KeyEnv = "METAHARNESS_LOOPBACK_KEY"
+
+// openaiRoot is where a provider entry points without the loopback proxy or
+// --model-endpoint; codex appends /responses to <root>/v1.
+const openaiRoot = "https://api.openai.com"
+
+// streamRetries is the provider's stream_max_retries: a cut stream, an idle
+// one or a 401 is sent again once, never silently many times (the default
+// is five, and thirty requests for a 500).
+const streamRetries = 1
+
+// sessionFile is the scratch file holding what the session sends before the
+// task runs, so that a C1 vector pins the conversation's opening too.
+const sessionFile = "codex-session.json"
+
+// Opening is what the session sends app-server, in order: initialize, then
+// thread/start, then turn/start with the task (its threadId filled in when
+// the thread exists).
+type Opening struct {
+	Initialize  InitializeParams  `json:"initialize"`
+	ThreadStart ThreadStartParams `json:"thread_start"`
+	TurnStart   TurnStartParams   `json:"turn_start"`
+}
+
+// InitializeParams are initialize's params.
+type InitializeParams struct {
+	ClientInfo   ClientInfo         `json:"clientInfo"`
+	Capabilities ClientCapabilities `json:"capabilities"`
+}
+
+// ClientInfo names the client; codex sends its name upstream as the
+// originator header.
+type ClientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ClientCapabilities: experimentalApi is what dynamicTools need; the notifications
+// opted out of carry nothing under a custom provider.
+type ClientCapabilities struct {
+	ExperimentalAPI           bool     `json:"experimentalApi"`
+	OptOutNotificationMethods []string `json:"optOutNotificationMethods"`
+}
+
+// ThreadStartParams are thread/start's params.
+type ThreadStartParams struct {
+	Cwd                   string        `json:"cwd"`
+	Model                 string        `json:"model"`
+	ApprovalPolicy        string        `json:"approvalPolicy"`
+	Sandbox               string        `json:"sandbox"`
+	Ephemeral             bool          `json:"ephemeral"`
+	DynamicTools          []DynamicTool `json:"dynamicTools"`
+	DeveloperInstructions *string       `json:"developerInstructions,omitempty"`
+}
+
+// DynamicTool is one catalogue entry declared at thread/start.
+type DynamicTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// TurnStartParams are turn/start's params.
+type TurnStartParams struct {
+	ThreadID string      `json:"threadId,omitempty"`
+	Input    []UserInput `json:"input"`
+}
+
+// UserInput is one item of a user message (turn/start, turn/steer).
+type UserInput struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// Plan builds the codex launch for spec in world, reading nothing else:
+// app-server on the native binary with a constructed environment, a scratch
+// CODEX_HOME whose config.toml leaves the model only the run's tools (or,
+// with no catalogue, codex's shell and patch tools behind approvals), the
+// model catalog override for a bundled slug, and the conversation's
+// opening.
+func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+	if err := refuseFlags(spec); err != nil {
+		return nil, err
+	}
+	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
+		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
+			"memory file(s) %s sit above the scratch working directory, where codex's project-doc walk can reach them; remove them or run from a scratch root with none above it",
+			strings.Join(w.MemoryAbove, ", "))
+	}
+	var obs observed
+	if len(w.Vendor) > 0 {
+		if err := json.Unmarshal(w.Vendor, &obs); err != nil {
+			return nil, fmt.Errorf("internal: the codex observation does not read back: %w", err)
+		}
+	}
+	model := spec.Model
+	if model == "" {
+		model = obs.DefaultModel
+	}
+	if model == "" {
+		return nil, fmt.Errorf("internal: no model to plan: --model is empty and nothing was observed")
+	}
+	native := w.CatalogueCopy == ""
+
+	cwd := filepath.Join(w.Scratch, "work")
+	if spec.Cwd != "" {
+		cwd = spec.Cwd
+	}
+	codexHome := filepath.Join(w.Scratch, "codex-home")
+	catalogPath := filepath.Join(w.Scratch, "model-catalog.json")
+
+	env := map[string]string{
+		"PATH":       launcher.ChildPath(w.Env["HOME"]),
+		"HOME":       filepath.Join(w.Scratch, "home"),
+		"CODEX_HOME": codexHome,
+		"TMPDIR":     filepath.Join(w.Scratch, "tmp"),
+	}
+	provider, credHow, err := providerFor(spec, w, env)
+	if err != nil {
+		return nil, err
+	}
+
+	sandbox := "read-only"
+	if native || spec.Cwd != "" {
+		sandbox = "workspace-write"
+	}
+	approval := "never"
+	if native {
+		approval = "untrusted"
+	}
+	files := []launcher.File{}
+	catalog := ""
+	if len(obs.Model) > 0 {
+		override, err := catalogOverride(model, obs.Model, native)
+		if err != nil {
+			return nil, err
+		}
+		catalog = catalogPath
+		files = append(files, launcher.File{Path: catalogPath, Mode: 0o600, Content: override})
+	}
+	config := configTOML(spec, model, provider, approval, sandbox, catalog, native)
+	files = append([]launcher.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
+
+	open := Opening{
+		Initialize: InitializeParams{
+			ClientInfo: ClientInfo{Name: "metaharness", Version: "1"},
+			Capabilities: ClientCapabilities{ExperimentalAPI: true, OptOutNotificationMethods: []string{
+				"account/rateLimits/updated", "mcpServer/startupStatus/updated", "remoteControl/status/changed",
+			}},
+		},
+		ThreadStart: ThreadStartParams{
+			Cwd: cwd, Model: model, ApprovalPolicy: approval, Sandbox: sandbox, Ephemeral: true,
+			DynamicTools: []DynamicTool{},
+		},
+		TurnStart: TurnStartParams{Input: []UserInput{{Type: "text", Text: spec.Prompt}}},
+	}
+	for _, d := range w.CatalogueDecls {
+		open.ThreadStart.DynamicTools = append(open.ThreadStart.DynamicTools, DynamicTool{Type: "function", Name: d.Name, Description: d.Summary, InputSchema: d.Input})
+	}
+	if w.Context != "" {
+		ctx := w.Context
+		open.ThreadStart.DeveloperInstructions = &ctx
+	}
+	b, err := json.MarshalIndent(open, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
+
+	return &launcher.Plan{
+		Program:     w.Binary,
+		Args:        []string{"app-server", "--strict-config"},
+		Env:         launcher.SortedEnv(env),
+		Dir:         cwd,
+		StdinPipe:   true,
+		Dirs:        []string{codexHome},
+		Files:       files,
+		Attestation: attestation(spec, w, cwd, codexHome, credHow, native),
+		MCPServers:  []string{},
+	}, nil
+}
+
+// refuseFlags names the run flags app-server has no knob for.
+func refuseFlags(spec *launcher.Spec) error {
+	switch {
+	case spec.MaxTurns > 0:
+		return exit.Refuse(RefuseOptionUnsupported, "--max-turns %d on codex: app-server has no bound on the model requests of a turn, and stopping the child after N would be a different thing; drop --max-turns (interrupt or halt the run instead)", spec.MaxTurns)
+	case spec.MaxBudgetUSD != "":
+		return exit.Refuse(RefuseOptionUnsupported, "--max-budget-usd %s on codex: app-server prices nothing, so no budget can be held; drop --max-budget-usd", spec.MaxBudgetUSD)
+	case spec.ToolSurface == launcher.SurfaceOwned && spec.Catalogue == "":
+		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
+	case spec.ModelEndpoint != "" && spec.Credentials == launcher.CredentialsAPIKey:
+		return exit.Refuse(launcher.RefuseEndpointWithCredential,
+			"--model-endpoint with --credentials api-key would send OPENAI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
+	}
+	return nil
+}
+
+// provider is the one [model_providers.ID] entry of the scratch config.
+type provider struct {
+	id, baseURL, envKey string
+}
+
+// providerFor picks the provider entry for the run's credentials, puts what
+// it needs into the child's environment, and says how for H4.
+func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) (provider, string, error) {
+	root := openaiRoot
+	if spec.ModelEndpoint != "" {
+		root = spec.ModelEndpoint
+	}
+	switch spec.Credentials {
+	case launcher.CredentialsLoopback:
+		if w.LoopbackURL == "" || len(w.LoopbackEnv) == 0 {
+			return provider{}, "", fmt.Errorf("internal: --credentials loopback planned without a started proxy")
+		}
+		for k, v := range w.LoopbackEnv {
+			env[k] = v
+		}
+		return provider{ProviderID, w.LoopbackURL, KeyEnv}, "the child holds a per-run placeholder in " + KeyEnv + " and no credential; the loopback proxy attaches the real token on the way out", nil
+	case launcher.CredentialsAPIKey:
+		key, ok := w.Env["OPENAI_API_KEY"]
+		if !ok || key == "" {
+			return provider{}, "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+		}
+		env["OPENAI_API_KEY"] = key
+		return provider{apiKeyProviderID, root, "OPENAI_API_KEY"}, "OPENAI_API_KEY is in the child's environment because --credentials api-key declared it", nil
+	case launcher.CredentialsNone:
+		return provider{endpointProviderID, root, ""}, "no credential reaches the child (--credentials none): its provider entry names no env_key, so no authorization header is sent", nil
+	}
+	return provider{}, "", fmt.Errorf("internal: --credentials %s reached the codex plan; CheckSpec refuses it", spec.Credentials)
+}
+
+// providerTable is a [model_providers.ID] entry: the Responses wire at
+// <baseURL>/v1, the key from envKey ("" sends none), bounded retries.
+func providerTable(t *toml, p provider) {
+	kvs := []kv{
+		{"name", p.id},
+		{"base_url", strings.TrimSuffix(p.baseURL, "/") + "/v1"},
+		{"wire_api", "responses"},
+	}
+	if p.envKey != "" {
+		kvs = append(kvs, kv{"env_key", p.envKey})
+	}
+	kvs = append(kvs, kv{"request_max_retries", 0}, kv{"stream_max_retries", streamRetries}, kv{"stream_idle_timeout_ms", 300000})
+	t.table("model_providers."+p.id, kvs...)
+}
+
+// configTOML is the scratch CODEX_HOME/config.toml. Each switch below was
+// measured on the pinned codex (reference notes, codex-app-server.md §2–§6):
+// together they leave the model only the dynamic tools (or, natively, the
+// shell and apply_patch), send nothing but POST …/responses, and never
+// retry without bound.
+func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox, catalog string, native bool) string {
+	var t toml
+	t.comment("Written by metaharness for one governed run; removed with the scratch tree.\nTop-level keys come first: a key written after a [table] header belongs to that table.")
+	top := []kv{
+		{"model", model},
+		{"model_provider", p.id},
+		{"approval_policy", approval},
+		{"sandbox_mode", sandbox},
+		{"web_search", "disabled"},
+		{"check_for_update_on_startup", false},
+	}
+	if catalog != "" {
+		top = append(top, kv{"model_catalog_json", catalog})
+	}
+	if spec.Effort != "" {
+		top = append(top, kv{"model_reasoning_effort", spec.Effort})
+	}
+	t.keys(top...)
+	providerTable(&t, p)
+	if sandbox == "workspace-write" {
+		// workspace-write also grants /tmp and $TMPDIR unless excluded.
+		t.table("sandbox_workspace_write", kv{"network_access", false}, kv{"exclude_slash_tmp", true}, kv{"exclude_tmpdir_env_var", true})
+	}
+	features := []kv{}
+	if !native {
+		features = append(features, kv{"shell_tool", false})
+	}
+	// plugins=false is the switch that stops the lookups of github.com and
+	// chatgpt.com.
+	features = append(features, kv{"view_image", false}, kv{"goals", false}, kv{"plugins", false}, kv{"apps", false}, kv{"unbounded_connection_retries", false})
+	t.table("features", features...)
+	t.table("agents", kv{"enabled", false})
+	t.table("tools.experimental_request_user_input", kv{"enabled", false})
+	t.table("skills.bundled", kv{"enabled", false})
+	t.table("analytics", kv{"enabled", false})
+	return t.String()
+}
+
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool) record.Attestation {
+	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
+	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
+	imposed(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
+	imposed(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
+	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H2, Why: "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of); the opening record lists the layers read"})
+	imposed(attest.H3, "the environment is constructed: PATH, HOME, CODEX_HOME and TMPDIR set by metaharness"+credentialVars(spec)+"; nothing of the caller's is inherited")
+	imposed(attest.H4, credHow)
+	imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
+	if spec.Credentials == launcher.CredentialsLoopback {
+		imposed(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
+	} else {
+		imposed(attest.H6, "no credential file is copied into the scratch CODEX_HOME")
+	}
+	imposed(attest.H8, "app-server runs with --strict-config and no flag that skips hooks or customizations")
+	attest.AttestWorkdir(attest.Workdir{
+		Kind: "codex", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
+		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
+	}, &a)
+	if native {
+		grantH7(&a, fmt.Sprintf("native tools: codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded, no network), and a command or patch the run accepts through an approval runs outside that sandbox", cwd))
+	} else if spec.Cwd != "" {
+		grantH7(&a, fmt.Sprintf("codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
+	}
+	if spec.Credentials != launcher.CredentialsLoopback {
+		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H12, Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
+	} else {
+		imposed(attest.H12, launcher.GateHow(spec.AllowEgress))
+	}
+	if spec.Decisions == frame.ModeObserve {
+		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
+	}
+	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
+	sort.SliceStable(a.Unavailable, func(i, j int) bool {
+		return attest.RowOrder(a.Unavailable[i].Row) < attest.RowOrder(a.Unavailable[j].Row)
+	})
+	return a
+}
+
+// credentialVars names the credential and proxy variables the plan adds.
+func credentialVars(spec *launcher.Spec) string {
+	switch spec.Credentials {
+	case launcher.CredentialsLoopback:
+		return "; " + KeyEnv + " (the placeholder), the egress gate's proxy variables and NO_PROXY for loopback"
+	case launcher.CredentialsAPIKey:
+		return "; OPENAI_API_KEY, declared by --credentials api-key"
+	}
+	return ""
+}
+
+// grantH7 states a write grant in the H7 row, in whichever state
+// AttestWorkdir put it.
+func grantH7(a *record.Attestation, grant string) {
+	for i := range a.Imposed {
+		if a.Imposed[i].Row == attest.H7 {
+			a.Imposed[i].How += "; " + grant
+		}
+	}
+	for i := range a.Unavailable {
+		if a.Unavailable[i].Row == attest.H7 {
+			a.Unavailable[i].Why += "; " + grant
+		}
+	}
+	for i := range a.Declared {
+		if a.Declared[i].Row == attest.H7 {
+			a.Declared[i].What += "; " + grant
+		}
+	}
+}
