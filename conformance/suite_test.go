@@ -33,7 +33,7 @@ func TestCheckRunsEveryVectorOnDisk(t *testing.T) {
 }
 
 func TestCheckRefusesAKindWithNoSuite(t *testing.T) {
-	for _, kind := range []string{"codex", "nosuchkind"} {
+	for _, kind := range []string{"nosuchkind"} {
 		_, err := Check(kind)
 		var r *exit.Refusal
 		if !errors.As(err, &r) || r.Name != RefuseNoVectorSuite {

@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/conformance/vendortest"
@@ -118,5 +121,452 @@ func captureCodexC2(t *testing.T, retain, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".in.jsonl"), b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// decideAll answers every call that waits for the embedder with the
+// decision decide returns for it, and records what was asked.
+func decideAll(t *testing.T, asked map[string]string, decide func(req *record.ToolRequested) string) func(ev *record.EventLine, stdin func(string)) {
+	return func(ev *record.EventLine, stdin func(string)) {
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
+			t.Errorf("deadline %v, want 55000 ms", req.DeadlineMS)
+		}
+		d := decide(req)
+		asked[req.CallID] = req.Name + " " + string(req.Input) + " -> " + d
+		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + d + `}`)
+	}
+}
+
+// TestRunCodexAskModeNativeTools: (b) with no catalogue, codex's own
+// commands ask approval; in ask mode the embedder, on stdin, denies one
+// (decline: nothing runs, the model is told and the turn goes on) and
+// allows another (accept: it runs, its output reaches the model). Both
+// travel the control_request seam. The --context file reaches the model as
+// the thread's developer instructions, the channel session.started names.
+func TestRunCodexAskModeNativeTools(t *testing.T) {
+	token := randomToken("sk-test-REAL-")
+	o := newCodexOperator(t, token)
+	o.write("notes.md", "the release is on Friday\n")
+	o.git("init", "-q")
+	o.git("add", "notes.md")
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"touch pwned"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"cat notes.md"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	asked := map[string]string{}
+	retain := t.TempDir()
+	defer captureCodexC2(t, retain, "ask-mode-native-tools")
+	res := o.run(decideAll(t, asked, func(req *record.ToolRequested) string {
+		if strings.Contains(string(req.Input), "touch") {
+			return `{"decision":"deny","reason":"no writes in this step"}`
+		}
+		return `{"decision":"allow"}`
+	}), "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--model", "gpt-5.5",
+		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "--retain-dir", retain, "-p", "look around")
+	t.Logf("events:\n%s", res.stdout)
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	if len(asked) != 2 {
+		t.Fatalf("the embedder was asked about %v, want both commands", asked)
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
+		t.Error("the declined command ran")
+	}
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	if len(results) != 2 || !strings.Contains(results[0], "rejected") || !strings.Contains(results[1], "the release is on Friday") {
+		t.Errorf("tool results the model saw: %q", results)
+	}
+	for _, ev := range res.find("command.result") {
+		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
+			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
+		}
+	}
+	var decidedBy []string
+	for _, ev := range res.find("tool.decided") {
+		d := ev.(*record.ToolDecided)
+		decidedBy = append(decidedBy, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
+	}
+	if strings.Join(decidedBy, " ") != "embedder/control_request/deny embedder/control_request/allow" {
+		t.Errorf("decisions %v", decidedBy)
+	}
+	started := res.find("session.started")[0].(*record.SessionStarted)
+	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "developer-instructions" || started.ContextFiles[0].Path != "notes.md" {
+		t.Errorf("context_files %+v", started.ContextFiles)
+	}
+	first := up.Requests()[0]
+	if !strings.Contains(string(first.Body), `context-file-1 path=\"notes.md\"`) {
+		t.Error("the context file did not reach the model")
+	}
+}
+
+// commandLine is one metaharness.command/1 line.
+func commandLine(id, name, fields string) string {
+	return `{"format":"metaharness.command/1","id":"` + id + `","command":"` + name + `"` + fields + `}`
+}
+
+// onHold signals once the scripted model is holding turn 0's stream open.
+func onHold() (scripted.Option, chan struct{}) {
+	held := make(chan struct{}, 1)
+	return scripted.OnRequest(func(r scripted.Request) {
+		if r.Turn == 0 {
+			select {
+			case held <- struct{}{}:
+			default:
+			}
+		}
+	}), held
+}
+
+// results maps each command.result to its outcome.
+func (r *runResult) results() map[string]record.CommandOutcome {
+	out := map[string]record.CommandOutcome{}
+	for _, ev := range r.find("command.result") {
+		cr := ev.(*record.CommandResult)
+		out[cr.ID] = cr.Outcome
+	}
+	return out
+}
+
+// TestRunCodexSteer: (c) a steer sent while the model's answer streams
+// reaches the model: codex abandons the held stream and asks again with the
+// steer text as a user message, and the turn completes. message.inject
+// takes the same way. A steer before any turn runs gets one clear result
+// under its id, TOO_LATE, and reaches nobody.
+func TestRunCodexSteer(t *testing.T) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	hold, held := onHold()
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{Text: "thinking it over", HoldMS: 60_000},
+		// Held too, so that the inject finds the turn still running.
+		{Text: "still thinking", HoldMS: 3_000},
+		{Text: "DONE"},
+	}}, hold)
+	defer up.Close()
+	early := make(chan struct{})
+	res := o.runWatched(func(int) { close(early) }, func(ev *record.EventLine, stdin func(string)) {
+		switch ev.Event.(type) {
+		case *record.Warning:
+			if ev.Event.(*record.Warning).Code != "VENDOR_WARNING" {
+				return
+			}
+			// The first line: no turn runs yet.
+			stdin(commandLine("too-early", "steer", `,"text":"nobody hears this"`))
+		case *record.TurnStarted:
+			go func() {
+				<-held
+				stdin(commandLine("s1", "steer", `,"text":"STEER please also say hello"`))
+				stdin(commandLine("i1", "message.inject", `,"text":"INJECT and goodbye"`))
+			}()
+		}
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--catalogue", o.catalogue(),
+		"--model", "gpt-5.5", "-p", "take your time")
+	t.Logf("events:\n%s", res.stdout)
+	<-early
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	got := res.results()
+	if got["s1"].Result != "ok" || got["i1"].Result != "ok" {
+		t.Errorf("steer and inject results %+v %+v, want ok", got["s1"], got["i1"])
+	}
+	if r := got["too-early"]; r.Result != "refused" || r.Refused == nil || r.Refused.Code != "TOO_LATE" || !strings.Contains(r.Refused.Reason, "no codex turn running") && !strings.Contains(r.Refused.Reason, "none is") {
+		t.Errorf("the early steer: %+v, want TOO_LATE", r)
+	}
+	reqs := up.Requests()
+	if len(reqs) < 2 || !reqs[0].Abandoned {
+		t.Fatalf("%d requests, the first abandoned %v; want the held stream abandoned for the steer", len(reqs), len(reqs) > 0 && reqs[0].Abandoned)
+	}
+	last := strings.Join(reqs[len(reqs)-1].UserTexts, "\n")
+	for _, want := range []string{"STEER please also say hello", "INJECT and goodbye"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("the model's last request lacks %q: %q", want, reqs[len(reqs)-1].UserTexts)
+		}
+	}
+	for _, r := range reqs {
+		if strings.Contains(string(r.Body), "nobody hears this") {
+			t.Error("the refused steer reached the model")
+		}
+	}
+}
+
+// catalogue writes the read catalogue into the operator's home.
+func (o *operator) catalogue() string {
+	p := filepath.Join(o.home, "tools.yaml")
+	if err := os.WriteFile(p, []byte(readCatalogue), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunCodexInterrupt: (d) interrupt while the model's answer streams
+// becomes turn/interrupt: the turn ends interrupted, the session with it,
+// its one command.result is ok, and the run exits 3 (the task did not
+// finish) with the stream complete.
+func TestRunCodexInterrupt(t *testing.T) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	hold, held := onHold()
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{{Text: "never sent", HoldMS: 60_000}}}, hold)
+	defer up.Close()
+	res := o.run(func(ev *record.EventLine, stdin func(string)) {
+		if _, ok := ev.Event.(*record.TurnStarted); ok {
+			go func() {
+				<-held
+				stdin(commandLine("x1", "interrupt", `,"reason":"enough"`))
+			}()
+		}
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--catalogue", o.catalogue(), "--model", "gpt-5.5", "-p", "go")
+	t.Logf("events:\n%s", res.stdout)
+	if r := res.results()["x1"]; r.Result != "ok" {
+		t.Errorf("interrupt: %+v, want ok", r)
+	}
+	sc := lastIsStreamClosed(t, res)
+	end := res.find("session.ended")
+	if len(end) != 1 || *end[0].(*record.SessionEnded).Subtype != "interrupted" {
+		t.Fatalf("session.ended %v, want one, interrupted", end)
+	}
+	if sc.Reason != record.ReasonError || res.code != 3 {
+		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
+	}
+	if reqs := up.Requests(); len(reqs) != 1 || !reqs[0].Abandoned {
+		t.Errorf("the held request was not abandoned (%d requests)", len(reqs))
+	}
+}
+
+// TestRunCodexHalt: (d) halt while a native command waits for the
+// embedder: the pending call is abandoned (denied, written first), codex's
+// approval is answered cancel, app-server ends, the stream closes
+// steer-halt and nothing of the command ran.
+func TestRunCodexHalt(t *testing.T) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"touch halted"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	var scratch string
+	res := o.run(func(ev *record.EventLine, stdin func(string)) {
+		if s, ok := ev.Event.(*record.SessionStarted); ok {
+			scratch = filepath.Dir(s.Transcript.Path)
+		}
+		if req, ok := ev.Event.(*record.ToolRequested); ok && req.DecisionRequired {
+			stdin(commandLine("h1", "halt", `,"reason":"stop now"`))
+		}
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask", "--model", "gpt-5.5", "--cwd", o.tree, "-p", "go")
+	t.Logf("events:\n%s", res.stdout)
+	if r := res.results()["h1"]; r.Result != "ok" {
+		t.Errorf("halt: %+v, want ok", r)
+	}
+	sc := lastIsStreamClosed(t, res)
+	if sc.Reason != record.ReasonSteerHalt {
+		t.Errorf("reason %s, want steer-halt", sc.Reason)
+	}
+	var abandoned bool
+	for _, ev := range res.find("warning") {
+		abandoned = abandoned || ev.(*record.Warning).Code == "PENDING_CALL_ABANDONED"
+	}
+	if !abandoned {
+		t.Error("the pending call was not abandoned")
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "halted")); err == nil {
+		t.Error("the halted command ran")
+	}
+	if len(up.Requests()) != 1 {
+		t.Errorf("%d model requests, want 1: cancel ends the turn", len(up.Requests()))
+	}
+	if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+		t.Errorf("the scratch tree %s was not removed (%v)", scratch, err)
+	}
+	if res.code == 0 {
+		t.Error("exit 0 after a halt")
+	}
+}
+
+// codexAskAndStop starts an ask-mode codex run whose model calls a
+// catalogue tool, and when the call waits for the embedder calls stop with
+// metaharness's pid and app-server's; it returns the run, how long
+// metaharness took to exit after stop, and the scratch tree.
+func codexAskAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	o.write("hello.txt", "hi\n")
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	pids := make(chan int, 1)
+	var stoppedAt time.Time
+	var scratch string
+	res := o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
+		if s, ok := ev.Event.(*record.SessionStarted); ok {
+			scratch = filepath.Dir(s.Transcript.Path)
+		}
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		mh := <-pids
+		procs, err := vendortest.Tree(mh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vendor := 0
+		for _, p := range procs {
+			if len(p.Cmdline) > 1 && filepath.Base(p.Cmdline[0]) == "codex" && p.Cmdline[1] == "app-server" {
+				vendor = p.PID
+			}
+		}
+		if vendor == 0 {
+			t.Fatalf("no codex app-server below metaharness (%d processes)", len(procs))
+		}
+		stoppedAt = time.Now()
+		stop(mh, vendor)
+	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask",
+		"--catalogue", o.catalogue(), "--cwd", o.tree, "-p", "wait")
+	if stoppedAt.IsZero() {
+		t.Fatal("the run never waited for a decision")
+	}
+	return res, time.Since(stoppedAt), scratch
+}
+
+// TestRunCodexSignals: (e) SIGTERM or SIGINT to metaharness mid-run ends
+// app-server and its process group, abandons the pending call, closes the
+// stream, removes the scratch tree and returns within 4 s, exit 3.
+func TestRunCodexSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			var vendorPID int
+			res, took, scratch := codexAskAndStop(t, func(mh, vendor int) {
+				vendorPID = vendor
+				_ = syscall.Kill(mh, sig)
+			})
+			if took > 4*time.Second {
+				t.Errorf("metaharness took %v to exit after %v, want within 4s", took, sig)
+			}
+			sc := lastIsStreamClosed(t, res)
+			if sc.Reason != record.ReasonError || sc.Process == nil || sc.Process.Kind == "unknown" {
+				t.Errorf("stream.closed %+v (process %+v), want reason error and the child's end", sc, sc.Process)
+			}
+			if res.code != 3 {
+				t.Errorf("exit %d, want 3", res.code)
+			}
+			if err := syscall.Kill(vendorPID, 0); err == nil {
+				t.Errorf("app-server %d outlived the run", vendorPID)
+			}
+			if _, err := os.Stat(scratch); !os.IsNotExist(err) {
+				t.Errorf("the scratch tree %s was not removed (%v)", scratch, err)
+			}
+			var abandoned bool
+			for _, ev := range res.find("warning") {
+				abandoned = abandoned || ev.(*record.Warning).Code == "PENDING_CALL_ABANDONED"
+			}
+			if !abandoned {
+				t.Error("the pending call was not abandoned")
+			}
+		})
+	}
+}
+
+// TestRunCodexChildKilled: (e) SIGKILL of app-server mid-run still closes
+// the stream, with the signal in stream.closed.process, and exits 3.
+func TestRunCodexChildKilled(t *testing.T) {
+	res, _, _ := codexAskAndStop(t, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
+	sc := lastIsStreamClosed(t, res)
+	if sc.Process == nil || sc.Process.Kind != "signaled" || sc.Process.Signal == nil || *sc.Process.Signal != int(syscall.SIGKILL) {
+		t.Errorf("stream.closed.process %+v, want signaled 9", sc.Process)
+	}
+	if sc.Reason != record.ReasonError || res.code != 3 {
+		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
+	}
+}
+
+// TestRunCodexToolsOffered: (f) the model is offered exactly the
+// catalogue's entries: with --model gpt-5.5 (whose bundled entry adds a
+// freeform apply_patch) in the tools array, and with the default model (a
+// responses-lite slug in code mode) in its additional_tools item, as plain
+// functions, no exec.
+func TestRunCodexToolsOffered(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  []string
+		lite  bool
+	}{
+		{"gpt-5.5", []string{"read_file", "fetch_url", "fs_write"}, false},
+		{"", []string{"functions__read_file", "functions__fetch_url", "functions__fs_write"}, true},
+	} {
+		t.Run("model="+tc.model, func(t *testing.T) {
+			o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+			up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{{Text: "DONE"}}})
+			defer up.Close()
+			args := []string{"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--catalogue", o.catalogue(), "-p", "what can you do"}
+			if tc.model != "" {
+				args = append(args, "--model", tc.model)
+			}
+			res := o.run(nil, args...)
+			if res.code != 0 {
+				t.Errorf("exit %d, want 0", res.code)
+			}
+			reqs := up.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("%d model requests, want 1", len(reqs))
+			}
+			if strings.Join(reqs[0].Tools, " ") != strings.Join(tc.want, " ") || reqs[0].Lite != tc.lite {
+				t.Errorf("the model was offered %q (lite %v), want exactly %q (lite %v)", reqs[0].Tools, reqs[0].Lite, tc.want, tc.lite)
+			}
+		})
+	}
+}
+
+// TestRunCodexUpstreamErrors: (g) an upstream that answers 401, 429 or 500
+// to every request gets a bounded number of them (no retry storm), the
+// stream carries a clear error event and a failed terminal record naming
+// the status, and the run exits 3, never 0.
+func TestRunCodexUpstreamErrors(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		maxReqs int
+	}{{401, 2}, {429, 2}, {500, 2}} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+			up := scripted.NewOpenAIServer(scripted.Script{FinalError: &scripted.ErrorTurn{Status: tc.status, Message: fmt.Sprintf("scripted: status %d", tc.status)}})
+			defer up.Close()
+			start := time.Now()
+			res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--catalogue", o.catalogue(), "--model", "gpt-5.5", "-p", "go")
+			t.Logf("events:\n%s\n(%v)", res.stdout, time.Since(start))
+			if n := len(up.Requests()); n < 1 || n > tc.maxReqs {
+				t.Errorf("%d requests reached the upstream, want 1 to %d", n, tc.maxReqs)
+			}
+			if res.code != 3 {
+				t.Errorf("exit %d, want 3", res.code)
+			}
+			var errEvent bool
+			for _, ev := range res.find("warning") {
+				w := ev.(*record.Warning)
+				errEvent = errEvent || w.Code == "VENDOR_ERROR" && strings.HasPrefix(w.Message, "codex: ")
+			}
+			if !errEvent {
+				t.Error("no VENDOR_ERROR event carries codex's error")
+			}
+			end := res.find("session.ended")
+			if len(end) != 1 {
+				t.Fatalf("%d session.ended, want 1", len(end))
+			}
+			e := end[0].(*record.SessionEnded)
+			if e.IsError == nil || !*e.IsError || e.TerminalReason == nil {
+				t.Errorf("terminal record %+v, want a failure with its reason", e)
+			}
+			lastIsStreamClosed(t, res)
+		})
 	}
 }

@@ -62,6 +62,15 @@ func (o *operator) write(name, content string) string {
 	return p
 }
 
+// git runs git in the operator's tree.
+func (o *operator) git(args ...string) {
+	o.t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", o.tree}, args...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		o.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
 // sealFrame writes a sealed frame admitting ops.
 func (o *operator) sealFrame(ops ...string) string {
 	doc := frame.Document{
@@ -362,14 +371,8 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	token := randomToken("sk-ant-test-REAL-")
 	o := newOperator(t, token)
 	notes := o.write("notes.md", "the release is on Friday\n")
-	git := func(args ...string) {
-		cmd := exec.Command("git", append([]string{"-C", o.tree}, args...)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("init", "-q")
-	git("add", "notes.md")
+	o.git("init", "-q")
+	o.git("add", "notes.md")
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"touch pwned"}`)}},
 		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(notes) + `}`)}},

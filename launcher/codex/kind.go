@@ -25,6 +25,7 @@ var (
 	_ launcher.Observer    = Kind{}
 	_ launcher.Preflighter = Kind{}
 	_ launcher.FlagProber  = Kind{}
+	_ launcher.SpecChecker = Kind{}
 )
 
 // memory: codex reads AGENTS.md (AGENTS.override.md in its place) in the
@@ -57,6 +58,10 @@ func (Kind) Descriptor() *launcher.Descriptor {
 func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return Plan(spec, w)
 }
+
+// CheckSpec refuses, before anything starts, the flags app-server has no
+// knob for; the plan refuses them too, so a C1 vector shows it.
+func (Kind) CheckSpec(spec *launcher.Spec) error { return refuseFlags(spec) }
 
 // VendorTimeout: app-server waits for an answer to an approval or a tool
 // call without bound; the run bounds it as it does Claude Code's hook, so

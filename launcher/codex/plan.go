@@ -172,7 +172,13 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		catalog = catalogPath
 		files = append(files, launcher.File{Path: catalogPath, Mode: 0o600, Content: override})
 	}
-	config := configTOML(spec, model, provider, approval, sandbox, catalog, native)
+	// The config file no longer takes "untrusted"; the thread does, and
+	// the thread's policy is the one in force.
+	configApproval := approval
+	if native {
+		configApproval = "on-request"
+	}
+	config := configTOML(spec, model, provider, configApproval, sandbox, catalog, native)
 	files = append([]launcher.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
 
 	open := Opening{
@@ -327,10 +333,14 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
 	imposed(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
 	imposed(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
-	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H2, Why: "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of); the opening record lists the layers read"})
+	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H2, Why: "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)"})
 	imposed(attest.H3, "the environment is constructed: PATH, HOME, CODEX_HOME and TMPDIR set by metaharness"+credentialVars(spec)+"; nothing of the caller's is inherited")
 	imposed(attest.H4, credHow)
-	imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
+	if native {
+		imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
+	} else {
+		imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
+	}
 	if spec.Credentials == launcher.CredentialsLoopback {
 		imposed(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
 	} else {
