@@ -191,23 +191,24 @@ func bundledModels(ctx context.Context, binary string, env []string) ([]json.Raw
 	return doc.Models, nil
 }
 
-// nativeBinary is binary itself when it is a native executable, else (the
-// npm package's node wrapper, bin/codex.js) the native binary npm installs
-// beside it for this platform.
+// nativeBinary is binary itself, unless it is the npm package's node
+// wrapper (bin/codex.js, or any node script), whose native binary for this
+// platform npm installs beside it.
 func nativeBinary(binary string) (string, error) {
 	f, err := os.Open(binary)
 	if err != nil {
 		return "", err
 	}
-	head := make([]byte, 2)
-	_, _ = io.ReadFull(f, head)
+	head := make([]byte, 128)
+	n, _ := io.ReadFull(f, head)
 	f.Close()
-	if string(head) != "#!" {
-		return binary, nil
-	}
+	first, _, _ := strings.Cut(string(head[:n]), "\n")
 	real, err := filepath.EvalSymlinks(binary)
 	if err != nil {
 		return "", err
+	}
+	if !strings.HasSuffix(real, "/bin/codex.js") && (!strings.HasPrefix(first, "#!") || !strings.Contains(first, "node")) {
+		return binary, nil
 	}
 	pkg := filepath.Dir(filepath.Dir(real)) // …/@openai/codex
 	rel := filepath.Join("@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
