@@ -563,7 +563,7 @@ func (r *run) readCommands(eng *frame.Engine) {
 	}
 	br := bufio.NewReaderSize(r.io.Stdin, 64<<10)
 	for {
-		line, long, err := readBounded(br, maxCommandLine)
+		line, long, err := ReadBounded(br, maxCommandLine)
 		switch {
 		case long:
 			eng.DropLongLine(maxCommandLine)
@@ -580,9 +580,9 @@ func (r *run) readCommands(eng *frame.Engine) {
 // which is never near this.
 const maxCommandLine = 16 << 20
 
-// readBounded reads one line of at most max bytes; a longer one is read to
+// ReadBounded reads one line of at most max bytes; a longer one is read to
 // its end and reported as long, never held.
-func readBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+func ReadBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !long {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,57 +50,14 @@ func TestRunCodexCatalogueUnderAFrame(t *testing.T) {
 		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "--audit",
 		"-p", "read hello.txt")
 	t.Logf("events:\n%s", res.stdout)
-	if res.code != 0 {
-		t.Errorf("exit %d, want 0", res.code)
-	}
+	catalogueUnderAFrame(t, o, res, up, watch)
 	if !strings.Contains(string(res.stderr), "audit verdict: ok (exit 0)") {
 		t.Errorf("the audit verdict is not ok:\n%s", res.stderr)
 	}
-	var results []string
-	for _, r := range up.Requests() {
-		if r.Credential() != token {
-			t.Errorf("request %d carried %q, not the real token", r.Seq, r.Credential())
+	if end := res.find("session.ended"); len(end) == 1 {
+		if fa := end[0].(*record.SessionEnded).FinalAnswer; fa == nil || fa.Text != "DONE" {
+			t.Errorf("final answer %+v, want DONE", fa)
 		}
-		for _, tr := range r.ToolResults {
-			results = append(results, tr.Content)
-		}
-	}
-	if len(results) < 1 || !strings.Contains(results[0], "hello from the operator's tree") {
-		t.Errorf("the read's result did not reach the model: %q", results)
-	}
-	if len(results) < 2 || !strings.Contains(results[1], "denied") {
-		t.Errorf("the write's denial did not reach the model: %q", results)
-	}
-	if len(results) < 3 || !strings.Contains(results[2], "no operation") {
-		t.Errorf("the uncovered tool's denial did not reach the model: %q", results)
-	}
-	var uncovered bool
-	for _, ev := range res.find("warning") {
-		uncovered = uncovered || ev.(*record.Warning).Code == "UNCOVERED_TOOL"
-	}
-	if !uncovered {
-		t.Error("no UNCOVERED_TOOL warning in the stream")
-	}
-	ended := res.find("session.ended")
-	if len(ended) != 1 {
-		t.Fatalf("%d session.ended events, want 1", len(ended))
-	}
-	end := ended[0].(*record.SessionEnded)
-	if end.Census == nil || end.Census.Allowed != 1 || end.Census.Denied != 2 {
-		t.Errorf("census %+v, want 1 allowed and 2 denied", end.Census)
-	}
-	if end.FinalAnswer == nil || end.FinalAnswer.Text != "DONE" {
-		t.Errorf("final answer %+v, want DONE", end.FinalAnswer)
-	}
-	lastIsStreamClosed(t, res)
-	watch.check()
-	for _, secret := range []string{token, watch.placeholder} {
-		if secret == "" || strings.Contains(string(res.stdout), secret) || strings.Contains(string(res.stderr), secret) {
-			t.Errorf("the real token or the placeholder (%d bytes) reached metaharness's output", len(secret))
-		}
-	}
-	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
-		t.Error("the denied write happened")
 	}
 }
 
@@ -121,23 +77,6 @@ func captureCodexC2(t *testing.T, retain, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".in.jsonl"), b, 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// decideAll answers every call that waits for the embedder with the
-// decision decide returns for it, and records what was asked.
-func decideAll(t *testing.T, asked map[string]string, decide func(req *record.ToolRequested) string) func(ev *record.EventLine, stdin func(string)) {
-	return func(ev *record.EventLine, stdin func(string)) {
-		req, ok := ev.Event.(*record.ToolRequested)
-		if !ok || !req.DecisionRequired {
-			return
-		}
-		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
-			t.Errorf("deadline %v, want 55000 ms", req.DeadlineMS)
-		}
-		d := decide(req)
-		asked[req.CallID] = req.Name + " " + string(req.Input) + " -> " + d
-		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + d + `}`)
 	}
 }
 
@@ -179,27 +118,13 @@ func TestRunCodexAskModeNativeTools(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
 		t.Error("the declined command ran")
 	}
-	var results []string
-	for _, r := range up.Requests() {
-		for _, tr := range r.ToolResults {
-			results = append(results, tr.Content)
-		}
-	}
+	results := modelSaw(up)
 	if len(results) != 2 || !strings.Contains(results[0], "rejected") || !strings.Contains(results[1], "the release is on Friday") {
 		t.Errorf("tool results the model saw: %q", results)
 	}
-	for _, ev := range res.find("command.result") {
-		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
-			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
-		}
-	}
-	var decidedBy []string
-	for _, ev := range res.find("tool.decided") {
-		d := ev.(*record.ToolDecided)
-		decidedBy = append(decidedBy, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
-	}
-	if strings.Join(decidedBy, " ") != "embedder/control_request/deny embedder/control_request/allow" {
-		t.Errorf("decisions %v", decidedBy)
+	res.commandsOK(t)
+	if got := res.decisions(); got != "embedder/control_request/deny embedder/control_request/allow" {
+		t.Errorf("decisions %v", got)
 	}
 	started := res.find("session.started")[0].(*record.SessionStarted)
 	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "developer-instructions" || started.ContextFiles[0].Path != "notes.md" {
@@ -393,103 +318,26 @@ func TestRunCodexHalt(t *testing.T) {
 	}
 }
 
-// codexAskAndStop starts an ask-mode codex run whose model calls a
-// catalogue tool, and when the call waits for the embedder calls stop with
-// metaharness's pid and app-server's; it returns the run, how long
-// metaharness took to exit after stop, and the scratch tree.
-func codexAskAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
+// codexStoppable is the real Codex calling a catalogue tool in ask mode.
+func codexStoppable(t *testing.T) stoppable {
 	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
 	o.write("hello.txt", "hi\n")
 	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "read_file", Input: json.RawMessage(`{"path":"hello.txt"}`)}},
 		{Text: "DONE"},
 	}})
-	defer up.Close()
-	pids := make(chan int, 1)
-	var stoppedAt time.Time
-	var scratch string
-	res := o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
-		if s, ok := ev.Event.(*record.SessionStarted); ok {
-			scratch = filepath.Dir(s.Transcript.Path)
-		}
-		req, ok := ev.Event.(*record.ToolRequested)
-		if !ok || !req.DecisionRequired {
-			return
-		}
-		mh := <-pids
-		procs, err := vendortest.Tree(mh)
-		if err != nil {
-			t.Fatal(err)
-		}
-		vendor := 0
-		for _, p := range procs {
-			if len(p.Cmdline) > 1 && filepath.Base(p.Cmdline[0]) == "codex" && p.Cmdline[1] == "app-server" {
-				vendor = p.PID
-			}
-		}
-		if vendor == 0 {
-			t.Fatalf("no codex app-server below metaharness (%d processes)", len(procs))
-		}
-		stoppedAt = time.Now()
-		stop(mh, vendor)
-	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask",
-		"--catalogue", o.catalogue(), "--cwd", o.tree, "-p", "wait")
-	if stoppedAt.IsZero() {
-		t.Fatal("the run never waited for a decision")
-	}
-	return res, time.Since(stoppedAt), scratch
+	t.Cleanup(up.Close)
+	return stoppable{o: o, up: up, args: []string{"--catalogue", o.catalogue(), "--cwd", o.tree, "-p", "wait"}, vendor: func(p vendortest.Proc) bool {
+		return len(p.Cmdline) > 1 && filepath.Base(p.Cmdline[0]) == "codex" && p.Cmdline[1] == "app-server"
+	}}
 }
 
-// TestRunCodexSignals: (e) SIGTERM or SIGINT to metaharness mid-run ends
-// app-server and its process group, abandons the pending call, closes the
-// stream, removes the scratch tree and returns within 4 s, exit 3.
-func TestRunCodexSignals(t *testing.T) {
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
-		t.Run(sig.String(), func(t *testing.T) {
-			var vendorPID int
-			res, took, scratch := codexAskAndStop(t, func(mh, vendor int) {
-				vendorPID = vendor
-				_ = syscall.Kill(mh, sig)
-			})
-			if took > 4*time.Second {
-				t.Errorf("metaharness took %v to exit after %v, want within 4s", took, sig)
-			}
-			sc := lastIsStreamClosed(t, res)
-			if sc.Reason != record.ReasonError || sc.Process == nil || sc.Process.Kind == "unknown" {
-				t.Errorf("stream.closed %+v (process %+v), want reason error and the child's end", sc, sc.Process)
-			}
-			if res.code != 3 {
-				t.Errorf("exit %d, want 3", res.code)
-			}
-			if err := syscall.Kill(vendorPID, 0); err == nil {
-				t.Errorf("app-server %d outlived the run", vendorPID)
-			}
-			if _, err := os.Stat(scratch); !os.IsNotExist(err) {
-				t.Errorf("the scratch tree %s was not removed (%v)", scratch, err)
-			}
-			var abandoned bool
-			for _, ev := range res.find("warning") {
-				abandoned = abandoned || ev.(*record.Warning).Code == "PENDING_CALL_ABANDONED"
-			}
-			if !abandoned {
-				t.Error("the pending call was not abandoned")
-			}
-		})
-	}
-}
+// TestRunCodexSignals: (e) signalsStop on codex app-server: its whole
+// process group ends, the stream closes, the scratch tree goes, within 4 s.
+func TestRunCodexSignals(t *testing.T) { signalsStop(t, codexStoppable) }
 
-// TestRunCodexChildKilled: (e) SIGKILL of app-server mid-run still closes
-// the stream, with the signal in stream.closed.process, and exits 3.
-func TestRunCodexChildKilled(t *testing.T) {
-	res, _, _ := codexAskAndStop(t, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
-	sc := lastIsStreamClosed(t, res)
-	if sc.Process == nil || sc.Process.Kind != "signaled" || sc.Process.Signal == nil || *sc.Process.Signal != int(syscall.SIGKILL) {
-		t.Errorf("stream.closed.process %+v, want signaled 9", sc.Process)
-	}
-	if sc.Reason != record.ReasonError || res.code != 3 {
-		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
-	}
-}
+// TestRunCodexChildKilled: (e) killedChild on codex app-server.
+func TestRunCodexChildKilled(t *testing.T) { killedChild(t, codexStoppable(t)) }
 
 // TestRunCodexToolsOffered: (f) the model is offered exactly the
 // catalogue's entries: with --model gpt-5.5 (whose bundled entry adds a

@@ -235,23 +235,32 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	res := o.runWatched(watch.started, nil, "--retain-dir", retain, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd", "--audit",
 		"-p", "read hello.txt")
+	t.Logf("events:\n%s", res.stdout)
+	catalogueUnderAFrame(t, o, res, up, watch)
+}
+
+// catalogueUnderAFrame checks what a governed catalogue run whose model
+// reads hello.txt, writes out.txt and fetches a URL under a frame admitting
+// file.read must show, on every kind: exit 0; the read's result, the
+// write's denial and the uncovered tool's denial reached the model; an
+// UNCOVERED_TOOL warning; the census; the real token only at the
+// upstream, never in the child, its scratch tree or metaharness's output;
+// the denied write never happened.
+func catalogueUnderAFrame(t *testing.T, o *operator, res *runResult, up *scripted.Server, watch *secretWatch) {
+	t.Helper()
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0", res.code)
 	}
-	reqs := up.Requests()
-	var results []string
-	for _, r := range reqs {
-		if r.Credential() != token {
+	for _, r := range up.Requests() {
+		if r.Credential() != watch.token {
 			t.Errorf("request %d carried %q, not the real token", r.Seq, r.Credential())
 		}
-		for _, tr := range r.ToolResults {
-			results = append(results, tr.Content)
-		}
 	}
-	if len(results) < 2 || !strings.Contains(results[0], "hello from the operator's tree") {
+	results := modelSaw(up)
+	if len(results) < 1 || !strings.Contains(results[0], "hello from the operator's tree") {
 		t.Errorf("the read's result did not reach the model: %q", results)
 	}
-	if len(results) < 3 || !strings.Contains(results[1], "denied") {
+	if len(results) < 2 || !strings.Contains(results[1], "denied") {
 		t.Errorf("the write's denial did not reach the model: %q", results)
 	}
 	if len(results) < 3 || !strings.Contains(results[2], "no operation") {
@@ -264,12 +273,16 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	if !uncovered {
 		t.Error("no UNCOVERED_TOOL warning in the stream")
 	}
-	census := res.find("session.ended")[0].(*record.SessionEnded).Census
-	if census == nil || census.Allowed != 1 || census.Denied != 2 {
+	ended := res.find("session.ended")
+	if len(ended) != 1 {
+		t.Fatalf("%d session.ended events, want 1", len(ended))
+	}
+	if census := ended[0].(*record.SessionEnded).Census; census == nil || census.Allowed != 1 || census.Denied != 2 {
 		t.Errorf("census %+v, want 1 allowed and 2 denied", census)
 	}
+	lastIsStreamClosed(t, res)
 	watch.check()
-	for _, secret := range []string{token, watch.placeholder} {
+	for _, secret := range []string{watch.token, watch.placeholder} {
 		if secret == "" || bytes.Contains(res.stdout, []byte(secret)) || bytes.Contains(res.stderr, []byte(secret)) {
 			t.Errorf("the real token or the placeholder (%d bytes) reached metaharness's output", len(secret))
 		}
@@ -277,7 +290,6 @@ func TestRunClaudeCatalogueUnderAFrame(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
 		t.Error("the denied write happened")
 	}
-	t.Logf("events:\n%s", res.stdout)
 }
 
 // secretWatch looks at the run while the scripted model answers (so the
@@ -383,21 +395,12 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	decided := map[string]string{}
 	retain := t.TempDir()
 	defer captureC2(t, retain, "ask-mode-native-tools")
-	res := o.run(func(ev *record.EventLine, stdin func(string)) {
-		req, ok := ev.Event.(*record.ToolRequested)
-		if !ok || !req.DecisionRequired {
-			return
-		}
-		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
-			t.Errorf("deadline %v, want 55000 ms (the hook's 60 s less 5 s)", req.DeadlineMS)
-		}
-		decision := `{"decision":"allow"}`
+	res := o.run(decideAll(t, decided, func(req *record.ToolRequested) string {
 		if req.Name == "Bash" {
-			decision = `{"decision":"deny","reason":"no shell in this step"}`
+			return `{"decision":"deny","reason":"no shell in this step"}`
 		}
-		decided[req.Name] = decision
-		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + decision + `}`)
-	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		return `{"decision":"allow"}`
+	}), "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--decisions", "ask", "--cwd", o.tree, "--context", "notes.md", "--retain-dir", retain, "-p", "look around")
 	if res.code != 0 {
 		t.Errorf("exit %d, want 0", res.code)
@@ -408,27 +411,13 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
 		t.Error("the denied Bash call ran")
 	}
-	var results []string
-	for _, r := range up.Requests() {
-		for _, tr := range r.ToolResults {
-			results = append(results, tr.Content)
-		}
-	}
+	results := modelSaw(up)
 	if len(results) != 2 || !strings.Contains(results[0], "no shell in this step") || !strings.Contains(results[1], "the release is on Friday") {
 		t.Errorf("tool results the model saw: %q", results)
 	}
-	for _, ev := range res.find("command.result") {
-		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
-			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
-		}
-	}
-	var decidedBy []string
-	for _, ev := range res.find("tool.decided") {
-		d := ev.(*record.ToolDecided)
-		decidedBy = append(decidedBy, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
-	}
-	if strings.Join(decidedBy, " ") != "embedder/hook/deny embedder/hook/allow" {
-		t.Errorf("decisions %v", decidedBy)
+	res.commandsOK(t)
+	if got := res.decisions(); got != "embedder/hook/deny embedder/hook/allow" {
+		t.Errorf("decisions %v", got)
 	}
 	started := res.find("session.started")[0].(*record.SessionStarted)
 	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "append-system-prompt" || started.ContextFiles[0].Path != "notes.md" {
@@ -445,24 +434,40 @@ func strconvQuote(s string) string {
 	return string(b)
 }
 
-// askAndStop starts an ask-mode run whose model calls Bash, and when the
-// call waits for the embedder, calls stop with metaharness's pid and the
-// vendor's; it returns the run and how long metaharness took to exit after
-// stop.
-func askAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
-	token := randomToken("sk-ant-test-REAL-")
-	o := newOperator(t, token)
+// stoppable is a kind's ask-mode run whose one call waits for the
+// embedder: the operator, the scripted model, the run's flags, and how to
+// tell the vendor's process below metaharness.
+type stoppable struct {
+	o      *operator
+	up     *scripted.Server
+	args   []string
+	vendor func(vendortest.Proc) bool
+}
+
+// claudeStoppable is Claude Code calling Bash.
+func claudeStoppable(t *testing.T) stoppable {
+	o := newOperator(t, randomToken("sk-ant-test-REAL-"))
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"sleep 1"}`)}},
 		{Text: "DONE"},
 	}})
-	defer up.Close()
+	t.Cleanup(up.Close)
+	return stoppable{o: o, up: up, args: []string{"-p", "wait"}, vendor: func(p vendortest.Proc) bool {
+		return len(p.Cmdline) > 0 && filepath.Base(p.Cmdline[0]) == "claude"
+	}}
+}
+
+// askAndStop starts s, and when its call waits for the embedder calls stop
+// with metaharness's pid and the vendor's; it returns the run, how long
+// metaharness took to exit after stop, and the scratch tree.
+func askAndStop(t *testing.T, s stoppable, stop func(mh, vendor int)) (*runResult, time.Duration, string) {
 	pids := make(chan int, 1)
 	var stoppedAt time.Time
 	var scratch string
-	res := o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
-		if s, ok := ev.Event.(*record.SessionStarted); ok {
-			scratch = filepath.Dir(s.Transcript.Path)
+	args := append([]string{"--credentials", "loopback", "--model-endpoint", s.up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask"}, s.args...)
+	res := s.o.runWatched(func(pid int) { pids <- pid }, func(ev *record.EventLine, _ func(string)) {
+		if st, ok := ev.Event.(*record.SessionStarted); ok {
+			scratch = filepath.Dir(st.Transcript.Path)
 		}
 		req, ok := ev.Event.(*record.ToolRequested)
 		if !ok || !req.DecisionRequired {
@@ -475,20 +480,68 @@ func askAndStop(t *testing.T, stop func(mh, vendor int)) (*runResult, time.Durat
 		}
 		vendor := 0
 		for _, p := range procs {
-			if len(p.Cmdline) > 0 && filepath.Base(p.Cmdline[0]) == "claude" {
+			if s.vendor(p) {
 				vendor = p.PID
 			}
 		}
 		if vendor == 0 {
-			t.Fatalf("no claude process below metaharness (%d processes)", len(procs))
+			t.Fatalf("no %s process below metaharness (%d processes)", s.o.kind, len(procs))
 		}
 		stoppedAt = time.Now()
 		stop(mh, vendor)
-	}, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--decisions", "ask", "-p", "wait")
+	}, args...)
 	if stoppedAt.IsZero() {
 		t.Fatal("the run never waited for a decision")
 	}
 	return res, time.Since(stoppedAt), scratch
+}
+
+// decideAll answers every call that waits for the embedder with the
+// decision decide returns for it, and records what was asked.
+func decideAll(t *testing.T, asked map[string]string, decide func(req *record.ToolRequested) string) func(ev *record.EventLine, stdin func(string)) {
+	return func(ev *record.EventLine, stdin func(string)) {
+		req, ok := ev.Event.(*record.ToolRequested)
+		if !ok || !req.DecisionRequired {
+			return
+		}
+		if req.DeadlineMS == nil || *req.DeadlineMS != 55000 {
+			t.Errorf("deadline %v, want 55000 ms", req.DeadlineMS)
+		}
+		d := decide(req)
+		asked[req.CallID] = req.Name + " " + string(req.Input) + " -> " + d
+		stdin(`{"format":"metaharness.command/1","id":"c-` + req.CallID + `","command":"tool.decide","call_id":"` + req.CallID + `","decision":` + d + `}`)
+	}
+}
+
+// modelSaw is every tool result the scripted model was handed, in order.
+func modelSaw(up *scripted.Server) []string {
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	return results
+}
+
+// commandsOK fails t for every command the run refused.
+func (r *runResult) commandsOK(t *testing.T) {
+	t.Helper()
+	for _, ev := range r.find("command.result") {
+		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
+			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
+		}
+	}
+}
+
+// decisions lists each tool.decided as decider/seam/decision.
+func (r *runResult) decisions() string {
+	var out []string
+	for _, ev := range r.find("tool.decided") {
+		d := ev.(*record.ToolDecided)
+		out = append(out, d.DecidedBy+"/"+d.Seam+"/"+d.Decision.Decision)
+	}
+	return strings.Join(out, " ")
 }
 
 // lastIsStreamClosed checks the stream ends with stream.closed and returns it.
@@ -507,14 +560,14 @@ func lastIsStreamClosed(t *testing.T, res *runResult) *record.StreamClosed {
 	return sc
 }
 
-// TestRunClaudeSIGTERM: SIGTERM to metaharness mid-run ends the child's
+// signalsStop: SIGTERM or SIGINT to metaharness mid-run ends the child's
 // whole process group, writes stream.closed, removes the scratch tree and
-// exits within 4 s. The pending call is abandoned (denied, nothing ran).
-func TestRunClaudeSIGTERM(t *testing.T) {
+// exits 3 within 4 s; the pending call is abandoned (denied, nothing ran).
+func signalsStop(t *testing.T, kind func(*testing.T) stoppable) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			var vendorPID int
-			res, took, scratch := askAndStop(t, func(mh, vendor int) {
+			res, took, scratch := askAndStop(t, kind(t), func(mh, vendor int) {
 				vendorPID = vendor
 				_ = syscall.Kill(mh, sig)
 			})
@@ -522,8 +575,8 @@ func TestRunClaudeSIGTERM(t *testing.T) {
 				t.Errorf("metaharness took %v to exit after %v, want within 4s", took, sig)
 			}
 			sc := lastIsStreamClosed(t, res)
-			// Claude Code catches SIGTERM and exits on its own, so the child may
-			// end exited or signaled; either way the runner saw it end.
+			// The vendor may catch SIGTERM and exit on its own, so the child
+			// may end exited or signaled; either way the runner saw it end.
 			if sc.Reason != record.ReasonError || sc.Process == nil || sc.Process.Kind == "unknown" {
 				t.Errorf("stream.closed %+v (process %+v), want reason error and the child's end", sc, sc.Process)
 			}
@@ -547,10 +600,10 @@ func TestRunClaudeSIGTERM(t *testing.T) {
 	}
 }
 
-// TestRunClaudeChildKilled: SIGKILL of the vendor mid-run still closes the
-// stream, with the signal in stream.closed.process and exit 3.
-func TestRunClaudeChildKilled(t *testing.T) {
-	res, _, _ := askAndStop(t, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
+// killedChild: SIGKILL of the vendor mid-run still closes the stream, with
+// the signal in stream.closed.process, and exits 3.
+func killedChild(t *testing.T, s stoppable) {
+	res, _, _ := askAndStop(t, s, func(_, vendor int) { _ = syscall.Kill(vendor, syscall.SIGKILL) })
 	sc := lastIsStreamClosed(t, res)
 	if sc.Process == nil || sc.Process.Kind != "signaled" || sc.Process.Signal == nil || *sc.Process.Signal != int(syscall.SIGKILL) {
 		t.Errorf("stream.closed.process %+v, want signaled 9", sc.Process)
@@ -559,6 +612,12 @@ func TestRunClaudeChildKilled(t *testing.T) {
 		t.Errorf("reason %s, exit %d; want error and 3", sc.Reason, res.code)
 	}
 }
+
+// TestRunClaudeSIGTERM: signalsStop on Claude Code.
+func TestRunClaudeSIGTERM(t *testing.T) { signalsStop(t, claudeStoppable) }
+
+// TestRunClaudeChildKilled: killedChild on Claude Code.
+func TestRunClaudeChildKilled(t *testing.T) { killedChild(t, claudeStoppable(t)) }
 
 // captureC2 copies a run's retained transcript into the C2 vectors when
 // METAHARNESS_CAPTURE_C2 is set (then `go test ./conformance -run TestC2
@@ -762,12 +821,7 @@ func TestRealClaudeCatalogueHookMatcher(t *testing.T) {
 	if err != nil {
 		t.Fatalf("claude: %v\n%s", err, out)
 	}
-	var results []string
-	for _, r := range up.Requests() {
-		for _, tr := range r.ToolResults {
-			results = append(results, tr.Content)
-		}
-	}
+	results := modelSaw(up)
 	if len(results) != 2 || !strings.Contains(results[0], "the release is on Friday") || !strings.Contains(results[1], "the release is on Friday") {
 		t.Errorf("tool results the model saw: %q", results)
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/metaharness/metaharness/launcher"
 )
 
 // maxLine bounds one JSON-RPC line from app-server. An item with a
@@ -155,7 +157,7 @@ func (c *conn) closeInput() {
 func (c *conn) readFrom(out io.Reader, long func()) {
 	br := bufio.NewReaderSize(out, 64<<10)
 	for {
-		line, tooLong, err := readLine(br)
+		line, tooLong, err := launcher.ReadBounded(br, maxLine)
 		switch {
 		case tooLong:
 			long()
@@ -193,24 +195,6 @@ func (c *conn) received(line []byte) {
 	c.mu.Unlock()
 	if ch != nil {
 		ch <- &m
-	}
-}
-
-// readLine reads one line of at most maxLine bytes; a longer one is read to
-// its end and reported, never held.
-func readLine(br *bufio.Reader) (line []byte, long bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !long {
-			if len(line)+len(chunk) > maxLine {
-				long, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			return line, long, err
-		}
 	}
 }
 
