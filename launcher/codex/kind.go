@@ -43,6 +43,7 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		TokenFile:    TokenFile,
 		RecordFormat: RecordFormat,
 		Memory:       memory,
+		Confined:     true,
 		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
 			launcher.CredentialsOperatorLogin: "is not built for codex: copying the operator's auth.json into the scratch CODEX_HOME waits for its custody rules (and a ChatGPT-plan login is never carried); use loopback with --token-env or --token-file, api-key or none",
 		}},

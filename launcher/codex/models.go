@@ -107,13 +107,17 @@ func (Kind) Observe(ctx context.Context, spec *launcher.Spec, w *launcher.World)
 	if err != nil {
 		return err
 	}
-	w.Binary = native
+	// The binary where it is installed: it finds its bundled bwrap and rg
+	// beside itself, and a confined child sees its install, not the link.
+	if w.Binary, err = filepath.EvalSymlinks(native); err != nil {
+		return err
+	}
 	probe := filepath.Join(w.Scratch, "codex-probe")
 	if err := os.Mkdir(probe, 0o700); err != nil {
 		return exit.Wrap(launcher.RefuseScratchWrite, err, "creating %s", probe)
 	}
 	defer os.RemoveAll(probe)
-	models, err := bundledModels(ctx, native, []string{"PATH=" + launcher.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
+	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + launcher.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
 	if err != nil {
 		return err
 	}

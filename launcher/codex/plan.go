@@ -207,6 +207,9 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
+	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
+	att := attestation(spec, w, cwd, codexHome, credHow, native)
+	launcher.AttestConfinement(&att, conf, spec, w)
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
@@ -215,9 +218,21 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		StdinPipe:   true,
 		Dirs:        []string{codexHome},
 		Files:       files,
-		Attestation: attestation(spec, w, cwd, codexHome, credHow, native),
+		Attestation: att,
 		MCPServers:  []string{},
+		Confinement: conf,
 	}, nil
+}
+
+// installDir is what the native binary needs to see of its install: the
+// platform directory npm unpacks (…/vendor/<triple>, whose codex-resources
+// holds bwrap and codex-path rg), or the binary's own directory.
+func installDir(binary string) string {
+	bin := filepath.Dir(binary)
+	if filepath.Base(bin) == "bin" && filepath.Base(filepath.Dir(filepath.Dir(bin))) == "vendor" {
+		return filepath.Dir(bin)
+	}
+	return bin
 }
 
 // refuseFlags names the run flags app-server has no knob for.
