@@ -1,10 +1,11 @@
-// Command demo runs the built-in governed session (conformance/live): real
-// Claude Code against the scripted model, through the loopback proxy, with a
-// tool contract, a sealed frame and an audit; then it prints a readable
-// summary of the event stream, the audit report and the steps the session
-// proves. Everything stays on loopback.
+// Command demo runs the built-in governed session (conformance/live): the
+// real vendor (Claude Code, or Codex through app-server) against the
+// scripted model, through the loopback proxy, with a tool contract, a sealed
+// frame and an audit; then it prints a readable summary of the event
+// stream, the audit report and the steps the session proves. Everything
+// stays on loopback.
 //
-//	go run ./demo -metaharness BIN -claude PATH
+//	go run ./demo -metaharness BIN -kind claude|codex -vendor PATH
 package main
 
 import (
@@ -23,9 +24,10 @@ import (
 
 func main() {
 	bin := flag.String("metaharness", "metaharness", "the metaharness binary to run")
-	claude := flag.String("claude", "", "the pinned Claude Code binary")
+	kind := flag.String("kind", "claude", "the kind whose session to show: claude or codex")
+	vendor := flag.String("vendor", "", "the pinned vendor binary (Claude Code, or Codex's native binary)")
 	flag.Parse()
-	code, err := demo(*bin, *claude)
+	code, err := demo(*bin, *kind, *vendor)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(2)
@@ -33,11 +35,11 @@ func main() {
 	os.Exit(code)
 }
 
-func demo(bin, claude string) (int, error) {
-	if claude == "" {
-		return 0, errors.New("-claude names no Claude Code binary; scripts/demo installs the pinned one and passes it")
+func demo(bin, kind, vendor string) (int, error) {
+	if vendor == "" {
+		return 0, errors.New("-vendor names no vendor binary; scripts/demo installs the pinned one and passes it")
 	}
-	// The operator's world: a home whose ~/.local/bin holds Claude Code.
+	// The operator's world: a home whose ~/.local/bin holds the vendor.
 	home, err := os.MkdirTemp("", "metaharness-demo-")
 	if err != nil {
 		return 0, err
@@ -46,10 +48,10 @@ func demo(bin, claude string) (int, error) {
 	if err := os.MkdirAll(filepath.Join(home, ".local", "bin"), 0o755); err != nil {
 		return 0, err
 	}
-	if err := os.Symlink(claude, filepath.Join(home, ".local", "bin", "claude")); err != nil {
+	if err := os.Symlink(vendor, filepath.Join(home, ".local", "bin", kind)); err != nil {
 		return 0, err
 	}
-	o, err := live.Run(context.Background(), "claude", bin, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"})
+	o, err := live.Run(context.Background(), kind, bin, []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"})
 	if err != nil {
 		return 0, err
 	}
@@ -57,7 +59,7 @@ func demo(bin, claude string) (int, error) {
 	fmt.Printf("== the final answer (stdout, --output final)\n%s\n", indent(o.Stdout))
 	summarize(o.Events)
 	fmt.Printf("== the audit report (stderr)\n%s\n", indent(o.Stderr))
-	fmt.Println("== what the session proves (the steps `metaharness conformance claude --live` checks)")
+	fmt.Printf("== what the session proves (the steps `metaharness conformance %s --live` checks)\n", kind)
 	failed := 0
 	for _, st := range o.Steps() {
 		if st.Detail == "" {

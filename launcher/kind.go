@@ -44,6 +44,10 @@ type Descriptor struct {
 	// the upstream wants the token ("" is loopback's default, x-api-key).
 	Upstream, TokenEnv string
 	UpstreamHeader     loopback.HeaderStyle
+	// ModelAPI is the model API the vendor speaks, by the name the scripted
+	// servers take (anthropic-messages, openai-responses); "" for a kind
+	// that speaks its own (b10x picks per run, --model-wire).
+	ModelAPI string
 	// TokenFile reads a --token-file's content the kind's way (a codex
 	// auth.json, say); nil reads it as the token itself.
 	TokenFile func(data []byte) (string, error)

@@ -418,3 +418,10 @@ func TestRunCodexUpstreamErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestConformanceLiveRealCodex: `conformance codex --live` on the pinned
+// Codex: the built-in session against the scripted Responses model, every
+// step holding (liveConformance).
+func TestConformanceLiveRealCodex(t *testing.T) {
+	liveConformance(t, newCodexOperator(t, "unused"))
+}

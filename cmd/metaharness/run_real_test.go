@@ -719,22 +719,26 @@ func TestDoctorRealClaude(t *testing.T) {
 // TestConformanceLiveRealClaude: `conformance claude --live` drives the
 // pinned Claude Code through the built-in session and every step holds;
 // under --contract stdout stays the one JSON line and the steps go to stderr.
-func TestConformanceLiveRealClaude(t *testing.T) {
-	o := newOperator(t, "unused")
-	out, err := o.metaharness("conformance", "claude", "--live")
+func TestConformanceLiveRealClaude(t *testing.T) { liveConformance(t, newOperator(t, "unused")) }
+
+// liveConformance: `conformance KIND --live` drives the operator's pinned
+// vendor through the built-in session and every step holds; under
+// --contract stdout stays the one JSON line and the steps go to stderr.
+func liveConformance(t *testing.T, o *operator) {
+	out, err := o.metaharness("conformance", o.kind, "--live")
 	if err != nil {
-		t.Fatalf("conformance claude --live: %v\n%s", err, out)
+		t.Fatalf("conformance %s --live: %v\n%s", o.kind, err, out)
 	}
 	if n := strings.Count(string(out), "\nPASS live "); n != 6 || !strings.Contains(string(out), "6 live steps, 0 failed") {
 		t.Errorf("%d PASS live lines, want 6:\n%s", n, out)
 	}
 	bin, _ := exec.LookPath("metaharness")
-	cmd := exec.Command(bin, "conformance", "claude", "--live", "--contract")
+	cmd := exec.Command(bin, "conformance", o.kind, "--live", "--contract")
 	cmd.Env = o.env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("conformance claude --live --contract: %v\n%s", err, stderr.String())
+		t.Fatalf("conformance %s --live --contract: %v\n%s", o.kind, err, stderr.String())
 	}
 	if lines := strings.Split(strings.TrimSpace(stdout.String()), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], `{"breaking_changes":0,`) {
 		t.Errorf("stdout is not one contract_result line:\n%s", stdout.String())

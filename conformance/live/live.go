@@ -1,8 +1,9 @@
 // Package live is the built-in governed session that `make demo` shows and
-// `conformance claude --live` judges: the installed Claude Code against the
-// scripted model, through the loopback proxy, with a tool contract, a sealed
-// frame admitting reading only, --scratch-cwd and an audit. No credential,
-// and nothing leaves loopback.
+// `conformance KIND --live` judges: the installed vendor (Claude Code, or
+// Codex through app-server) against the scripted model speaking its API,
+// through the loopback proxy, with a tool contract, a sealed frame
+// admitting reading only, --scratch-cwd and an audit. No credential, and
+// nothing leaves loopback.
 package live
 
 import (
@@ -20,6 +21,7 @@ import (
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -54,14 +56,22 @@ type Outcome struct {
 	Token     string
 	NotesLeft string // NOTES.md after the run
 	lastTurn  string // the model's scripted last words
+	// readTool and writeTool are the contract's two entries as the kind's
+	// model calls them.
+	readTool, writeTool string
 }
 
 // Run drives self (the metaharness binary) through the session as `run
 // kind` with env, whose HOME decides which vendor binary runs
 // (~/.local/bin first, as for any run). The scripted model speaks the
-// Anthropic Messages API, which is Claude Code's. Its scratch world is
-// removed before Run returns.
+// kind's model API and calls the contract's entries by the names the kind
+// gives them. Its scratch world is removed before Run returns.
 func Run(ctx context.Context, kind, self string, env []string) (*Outcome, error) {
+	k, ok := kinds.Lookup(kind)
+	if !ok {
+		return nil, fmt.Errorf("no kind %q", kind)
+	}
+	d := k.Descriptor()
 	root, err := os.MkdirTemp("", "metaharness-live-")
 	if err != nil {
 		return nil, err
@@ -88,12 +98,21 @@ func Run(ctx context.Context, kind, self string, env []string) (*Outcome, error)
 	if err != nil {
 		return nil, err
 	}
-	model := scripted.NewAnthropicServer(script)
+	for _, t := range script.Turns {
+		if t.ToolCall != nil {
+			t.ToolCall.Name = d.CatalogueName(t.ToolCall.Name)
+		}
+	}
+	model, err := scripted.New(d.ModelAPI, script)
+	if err != nil {
+		return nil, fmt.Errorf("the live session of %s: %w", kind, err)
+	}
 	defer model.Close()
 
 	id := make([]byte, 12)
 	_, _ = rand.Read(id)
-	o := &Outcome{Token: "live-token-" + hex.EncodeToString(id), lastTurn: script.Turns[len(script.Turns)-1].Text}
+	o := &Outcome{Token: "live-token-" + hex.EncodeToString(id), lastTurn: script.Turns[len(script.Turns)-1].Text,
+		readTool: d.CatalogueName("read_file"), writeTool: d.CatalogueName("write_file")}
 	events := filepath.Join(root, "events.jsonl")
 	o.Args = []string{"run", kind,
 		"--credentials", "loopback", "--model-endpoint", model.URL(), "--token-env", TokenEnv,
@@ -163,14 +182,14 @@ func (o *Outcome) Steps() []Step {
 	for _, r := range o.Requests {
 		results = append(results, r.ToolResults...)
 	}
-	read := decided["mcp__metaharness__read_file"]
+	read := decided[o.readTool]
 	check("the frame admitted read_file, and the file reached the model",
-		read != nil && read.Decision.Decision == record.Allow && anyResult(results, false, "ships on Friday"),
+		read != nil && read.Decision.Decision == record.Allow && anyResult(results, "ships on Friday"),
 		"decision %s; the model was handed no result holding the file", describe(read))
-	write := decided["mcp__metaharness__write_file"]
+	write := decided[o.writeTool]
 	check("write_file, outside the frame, was denied, and the model was told why",
 		write != nil && write.Decision.Decision == record.Deny && write.Decision.Reason != "" &&
-			anyResult(results, true, write.Decision.Reason) && o.NotesLeft == notes,
+			anyResult(results, write.Decision.Reason) && o.NotesLeft == notes,
 		"decision %s; NOTES.md now %q", describe(write), o.NotesLeft)
 	wrong := 0
 	for _, r := range o.Requests {
@@ -184,9 +203,12 @@ func (o *Outcome) Steps() []Step {
 	return steps
 }
 
-func anyResult(rs []scripted.ToolResult, isError bool, holding string) bool {
+// anyResult reports whether a tool result the model was handed holds the
+// text. (Only the Messages API flags an error result; on the Responses API
+// the text is all the model gets.)
+func anyResult(rs []scripted.ToolResult, holding string) bool {
 	for _, r := range rs {
-		if r.IsError == isError && strings.Contains(r.Content, holding) {
+		if strings.Contains(r.Content, holding) {
 			return true
 		}
 	}

@@ -146,6 +146,24 @@ func NewOpenAIServer(s Script, opts ...Option) *Server {
 	return newServer(openAI{}, s, opts)
 }
 
+// The model APIs the servers speak, by the names a kind's descriptor and
+// b10x's --model-wire use.
+const (
+	AnthropicMessages = "anthropic-messages"
+	OpenAIResponses   = "openai-responses"
+)
+
+// New starts the scripted server speaking api.
+func New(api string, s Script, opts ...Option) (*Server, error) {
+	switch api {
+	case AnthropicMessages:
+		return NewAnthropicServer(s, opts...), nil
+	case OpenAIResponses:
+		return NewOpenAIServer(s, opts...), nil
+	}
+	return nil, fmt.Errorf("the scripted servers speak %s and %s, not %q", AnthropicMessages, OpenAIResponses, api)
+}
+
 // URL is the server's root (no /v1): http://127.0.0.1:PORT, or https.
 func (s *Server) URL() string { return s.ts.URL }
 

@@ -30,6 +30,7 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		Install:        "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Claude Code (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel,
 		Upstream:       "https://api.anthropic.com", TokenEnv: "ANTHROPIC_API_KEY",
+		ModelAPI:     "anthropic-messages",
 		RecordFormat: "claude-stream-json",
 		Confined:     true,
 		Memory:       memory,

@@ -41,6 +41,7 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		ContextChannel: ContextChannel,
 		Upstream:       "https://api.openai.com", TokenEnv: "OPENAI_API_KEY", UpstreamHeader: loopback.BearerHeader,
 		TokenFile:    TokenFile,
+		ModelAPI:     "openai-responses",
 		RecordFormat: RecordFormat,
 		Memory:       memory,
 		Confined:     true,

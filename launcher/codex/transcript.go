@@ -78,6 +78,10 @@ type Reader struct {
 	opened   bool
 	model    *string
 	threadID string
+	// offered are the dynamic tools the run declared at thread/start: with
+	// the catalog override and the config's switches, exactly what the
+	// model is offered. Nil without a catalogue (codex's own tools).
+	offered []string
 
 	turn     uint32
 	turnIDs  []string
@@ -158,10 +162,23 @@ func (r *Reader) opaque(raw []byte, typ, subtype *string) *record.Opaque {
 	return &record.Opaque{VendorType: typ, VendorSubtype: subtype, Digest: hex.EncodeToString(sum[:]), SourceLine: &line}
 }
 
-// request is a request of the run's: remembered, and turn/start opens the
-// session.
+// request is a request of the run's: remembered; thread/start names the
+// tools the model is offered, turn/start opens the session.
 func (r *Reader) request(m *message) []record.Event {
 	r.sent[string(m.ID)] = m.Method
+	if m.Method == "thread/start" {
+		var p struct {
+			DynamicTools []struct {
+				Name string `json:"name"`
+			} `json:"dynamicTools"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil && len(p.DynamicTools) > 0 {
+			r.offered = []string{}
+			for _, t := range p.DynamicTools {
+				r.offered = append(r.offered, t.Name)
+			}
+		}
+	}
 	if m.Method != "turn/start" || r.opened || r.started == nil {
 		return nil
 	}
@@ -223,7 +240,7 @@ func (r *Reader) threadStarted(result json.RawMessage) {
 	r.started = &record.SessionStarted{
 		Adapter: "codex", AdapterClass: "harness",
 		HarnessVersion: v.Thread.CLIVersion, SessionID: v.Thread.SessionID, Model: v.Model,
-		PermissionMode: &mode, Cwd: v.Thread.Cwd,
+		PermissionMode: &mode, Cwd: v.Thread.Cwd, OfferedTools: r.offered,
 	}
 }
 
