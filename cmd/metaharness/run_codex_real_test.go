@@ -425,3 +425,84 @@ func TestRunCodexUpstreamErrors(t *testing.T) {
 func TestConformanceLiveRealCodex(t *testing.T) {
 	liveConformance(t, newCodexOperator(t, "unused"))
 }
+
+// TestRunCodexMemoryCanary holds the pinned Codex to what H11 says of it:
+// in a copy under a git root, an AGENTS.md above the copy reaches the model
+// (so the row is a gap, and --hermetic strict exits 1), and one at the
+// copy's root reaches it too (the copy's own, listed in ambient_inputs as
+// read by the vendor); an AGENTS.override.md takes its directory's
+// AGENTS.md's place. Each holds a canary the scripted model looks for. The
+// run is --unconfined: this is the loader's own behaviour, which H11 rests
+// on (a confined child here sees nothing above the copy, whose parent lies
+// in the fresh /tmp of its mount view).
+func TestRunCodexMemoryCanary(t *testing.T) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	root := filepath.Dir(o.tree)
+	above, override := randomToken("CANARY-ABOVE-"), randomToken("CANARY-OVERRIDE-")
+	if err := os.Mkdir(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, text := range map[string]string{
+		filepath.Join(root, "AGENTS.md"):            "Always say " + above + ".\n",
+		filepath.Join(o.tree, "AGENTS.md"):          "Never read this: the override replaces it.\n",
+		filepath.Join(o.tree, "AGENTS.override.md"): "Always say " + override + ".\n",
+	} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{{Text: "DONE"}}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--catalogue", o.catalogue(),
+		"--cwd", o.tree, "--scratch-cwd", "--hermetic", "strict", "--unconfined", "-p", "hello")
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1: a memory file above the copy is a gap under --hermetic strict", res.code)
+	}
+	if !strings.Contains(string(res.stderr), "H11  gap") || !strings.Contains(string(res.stderr), filepath.Join(root, "AGENTS.md")) {
+		t.Errorf("H11 is not a gap naming %s:\n%s", filepath.Join(root, "AGENTS.md"), res.stderr)
+	}
+	h := res.find("session.started")[0].(*record.SessionStarted).Hermetic
+	if !strings.Contains(strings.Join(h.AmbientInputs, "\n"), "AGENTS.override.md") {
+		t.Errorf("ambient inputs %q do not list the copy's own AGENTS.override.md", h.AmbientInputs)
+	}
+	reqs := up.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the model was never asked")
+	}
+	body := string(reqs[0].Body)
+	for name, c := range map[string]string{"above the copy": above, "the override at its root": override} {
+		if !strings.Contains(body, c) {
+			t.Errorf("the memory file %s did not reach the model: the row would claim more than the binary does", name)
+		}
+	}
+	if strings.Contains(body, "Never read this") {
+		t.Error("the AGENTS.md beside an AGENTS.override.md reached the model")
+	}
+}
+
+// TestRunCodexObserve: observe allows every call at its seam and names the
+// mode that did: a native command runs (outside codex's sandbox, as the
+// attestation states), decided by observe at the control_request seam.
+func TestRunCodexObserve(t *testing.T) {
+	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"echo observed > seen.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--model", "gpt-5.5",
+		"--decisions", "observe", "--cwd", o.tree, "-p", "go")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	if got := res.decisions(); got != "observe/control_request/allow" {
+		t.Errorf("decisions %q, want one allow by observe at the control_request seam", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(o.tree, "seen.txt")); err != nil || string(b) != "observed\n" {
+		t.Errorf("the observed command did not run: %q %v", b, err)
+	}
+	h := res.find("session.started")[0].(*record.SessionStarted).Hermetic
+	if h.Decisions != "observe" || !strings.Contains(strings.Join(h.AmbientInputs, "\n"), "observe mode") {
+		t.Errorf("attestation %+v does not state the observe grant", h)
+	}
+}
