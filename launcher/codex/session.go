@@ -36,6 +36,7 @@ const stopGrace = 2 * time.Second
 // halt, steer and message.inject into turn/interrupt and turn/steer.
 func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
 	s := &session{run: run, reader: NewReader(), turnDone: make(chan struct{})}
+	s.callsDone = sync.NewCond(&s.mu)
 	for _, f := range plan.Files {
 		if strings.HasSuffix(f.Path, "/"+sessionFile) {
 			s.openErr = json.Unmarshal([]byte(f.Content), &s.open)
@@ -59,6 +60,12 @@ type session struct {
 	ended    bool   // Drive has returned
 	turnDone chan struct{}
 	doneOnce sync.Once
+
+	// calls counts the dynamic tool calls being answered: a control waits
+	// for their answers (the denies it just caused among them) before it
+	// reaches app-server, so the decision arrives first (rule 1).
+	calls     int
+	callsDone *sync.Cond
 }
 
 // Drive converses with app-server until the task's turn ends (or the child
@@ -236,7 +243,18 @@ func (s *session) loop(ctx context.Context) {
 func (s *session) serve(ctx context.Context, m *message) {
 	switch m.Method {
 	case "item/tool/call":
-		go s.toolCall(ctx, m)
+		s.mu.Lock()
+		s.calls++
+		s.mu.Unlock()
+		go func() {
+			defer func() {
+				s.mu.Lock()
+				s.calls--
+				s.mu.Unlock()
+				s.callsDone.Broadcast()
+			}()
+			s.toolCall(ctx, m)
+		}()
 	case "item/commandExecution/requestApproval":
 		var p struct {
 			ItemID  string `json:"itemId"`
@@ -331,6 +349,7 @@ func (s *session) Control(c record.Command) error {
 // stdin is closed, and its process group is ended if it is still there
 // after stopGrace.
 func (s *session) interrupt(halt bool) error {
+	s.answered(answerWait)
 	s.mu.Lock()
 	thread, turn, seen := s.threadID, s.turnID, s.turnSeen
 	if !seen {
@@ -362,6 +381,24 @@ func (s *session) interrupt(halt bool) error {
 		return &frame.ControlRefusal{Code: record.TooLate, Reason: "no codex turn is running to interrupt: the task's turn has ended"}
 	}
 	return nil
+}
+
+// answerWait bounds how long a control waits for the tool calls in flight
+// to be answered. The engine has denied every pending one by then, so
+// their answers are on their way; a call still before its decision waits on
+// the engine, which this control holds, and is not waited for.
+const answerWait = 250 * time.Millisecond
+
+// answered waits up to d for the tool calls in flight to be answered.
+func (s *session) answered(d time.Duration) {
+	deadline := time.Now().Add(d)
+	t := time.AfterFunc(d, s.callsDone.Broadcast)
+	defer t.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.calls > 0 && time.Now().Before(deadline) {
+		s.callsDone.Wait()
+	}
 }
 
 // steer hands text to the running turn (turn/steer): codex abandons the
