@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // Framing errors. Each is distinct so that a caller can say exactly why a
@@ -49,34 +52,103 @@ type header struct {
 	Command *string          `json:"command"`
 }
 
-// readHeader checks that line is one object with the wanted format tag.
+// readHeader checks that line is one object with the wanted format tag and
+// takes its header members. It walks the line's top level only
+// (internal/jsonscan): the one decode of the line is its caller's, into the
+// payload the line's name calls for. A member that is null is absent.
 func readHeader(line []byte, want string) (*header, error) {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 || line[0] != '{' {
 		return nil, fmt.Errorf("%w: a %s line is one JSON object", ErrNotAnObject, want)
 	}
-	var probe map[string]json.RawMessage
-	if err := json.Unmarshal(line, &probe); err != nil {
+	var h header
+	var format, event, command []byte
+	err := jsonscan.Members(line, func(key, val []byte) {
+		if string(val) == "null" {
+			val = nil
+		}
+		raw := func() *json.RawMessage {
+			if val == nil {
+				return nil
+			}
+			r := json.RawMessage(val)
+			return &r
+		}
+		switch string(key) {
+		case "format":
+			format = val
+		case "seq":
+			h.Seq = raw()
+		case "run":
+			h.Run = raw()
+		case "at":
+			h.At = raw()
+		case "event":
+			event = val
+		case "id":
+			h.ID = raw()
+		case "command":
+			command = val
+		}
+	})
+	if err != nil {
+		if e := notJSON(line); e != nil {
+			return nil, e
+		}
 		return nil, fmt.Errorf("%w: %v", ErrNotAnObject, err)
 	}
-	var h header
-	raw, ok := probe["format"]
-	if !ok || string(raw) == "null" {
+	if format == nil {
 		return nil, fmt.Errorf("%w: the line must carry \"format\":%q", ErrMissingFormat, want)
 	}
-	var tag string
-	if err := json.Unmarshal(raw, &tag); err != nil || tag != want {
-		return nil, fmt.Errorf("%w: %s, want %q", ErrUnknownFormat, raw, want)
+	if tag, err := jsonscan.String(format); err != nil || tag != want {
+		return nil, fmt.Errorf("%w: %s, want %q", ErrUnknownFormat, format, want)
 	}
-	h.Format = &tag
-	if err := json.Unmarshal(line, &h); err != nil {
-		return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
+	for _, f := range []struct {
+		raw []byte
+		to  **string
+	}{{event, &h.Event}, {command, &h.Command}} {
+		if f.raw == nil {
+			continue
+		}
+		s, err := jsonscan.String(f.raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: header: %v", ErrMalformed, err)
+		}
+		*f.to = &s
 	}
 	return &h, nil
 }
 
-// ParseEvent reads one metaharness.event/1 line. Unknown fields are ignored.
-func ParseEvent(line []byte) (*EventLine, error) {
+// notJSON is the error of a line that is not JSON at all, nil for one that
+// is. The header walk checks a line's shape, not its grammar, so a reader
+// that found something else wrong first asks this before saying so: a line
+// that is not JSON is reported as that, whatever else it lacks.
+func notJSON(line []byte) error {
+	var raw json.RawMessage
+	if err := json.Unmarshal(bytes.TrimSpace(line), &raw); err != nil {
+		return fmt.Errorf("%w: %v", ErrNotAnObject, err)
+	}
+	return nil
+}
+
+// asJSON runs parse and reports a line that is not JSON as ErrNotAnObject
+// (notJSON) before anything else parse found.
+func asJSON[T any](line []byte, parse func([]byte) (*T, error)) (*T, error) {
+	v, err := parse(line)
+	if err != nil && !errors.Is(err, ErrNotAnObject) {
+		if e := notJSON(line); e != nil {
+			return nil, e
+		}
+	}
+	return v, err
+}
+
+// ParseEvent reads one metaharness.event/1 line, decoding it once. Unknown
+// fields are ignored; the header's keys are matched exactly, as the writer
+// spells them.
+func ParseEvent(line []byte) (*EventLine, error) { return asJSON(line, parseEvent) }
+
+func parseEvent(line []byte) (*EventLine, error) {
 	h, err := readHeader(line, EventFormat)
 	if err != nil {
 		return nil, err
@@ -89,15 +161,18 @@ func ParseEvent(line []byte) (*EventLine, error) {
 		return nil, fmt.Errorf("%w: event %q is not one of the %d event names", ErrUnknownName, *h.Event, len(EventNames))
 	}
 	out := &EventLine{Event: ev}
-	if h.Seq == nil || json.Unmarshal(*h.Seq, &out.Seq) != nil || out.Seq == 0 {
+	if h.Seq == nil || !seqOf(*h.Seq, &out.Seq) {
 		return nil, fmt.Errorf("%w: %s: seq must be an integer from 1", ErrMalformed, *h.Event)
 	}
-	if h.Run == nil || json.Unmarshal(*h.Run, &out.Run) != nil {
+	if h.Run == nil {
+		return nil, fmt.Errorf("%w: %s: run must be a string", ErrMalformed, *h.Event)
+	}
+	if out.Run, err = jsonscan.String(*h.Run); err != nil {
 		return nil, fmt.Errorf("%w: %s: run must be a string", ErrMalformed, *h.Event)
 	}
 	if h.At != nil {
-		var at string
-		if json.Unmarshal(*h.At, &at) != nil {
+		at, err := jsonscan.String(*h.At)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %s: at must be a string when present", ErrMalformed, *h.Event)
 		}
 		out.At = &at
@@ -108,10 +183,30 @@ func ParseEvent(line []byte) (*EventLine, error) {
 	return out, nil
 }
 
+// seqOf reads a seq: a JSON integer from 1 that fits in 64 bits, written
+// as JSON writes one (no sign, fraction, exponent or leading zero).
+func seqOf(raw []byte, seq *uint64) bool {
+	if len(raw) == 0 || raw[0] == '0' {
+		return false
+	}
+	var n uint64
+	for _, c := range raw {
+		d := uint64(c - '0')
+		if c < '0' || c > '9' || n > (math.MaxUint64-d)/10 {
+			return false
+		}
+		n = n*10 + d
+	}
+	*seq = n
+	return true
+}
+
 // ParseCommand reads one metaharness.command/1 line. Unknown fields are
 // ignored; a tool.decide whose decision breaks the variant rules (a blank
 // deny reason, say) is ErrMalformed.
-func ParseCommand(line []byte) (*CommandLine, error) {
+func ParseCommand(line []byte) (*CommandLine, error) { return asJSON(line, parseCommand) }
+
+func parseCommand(line []byte) (*CommandLine, error) {
 	h, err := readHeader(line, CommandFormat)
 	if err != nil {
 		return nil, err

@@ -225,8 +225,11 @@ func detailOf(ev record.Event) string {
 // text blocks of a content list joined, anything else as JSON.
 func contentText(raw json.RawMessage) string {
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+	if first := bytes.TrimSpace(raw); len(first) > 0 && first[0] != '[' {
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return string(raw)
 	}
 	var blocks []struct {
 		Text string `json:"text"`

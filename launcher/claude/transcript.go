@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/record"
 )
@@ -39,12 +40,8 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
-	var rec struct {
-		Type      string `json:"type"`
-		Subtype   string `json:"subtype"`
-		Timestamp string `json:"timestamp"`
-	}
-	if err := json.Unmarshal(raw, &rec); err != nil {
+	rec, ok := kindOf(raw)
+	if !ok {
 		return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
 	}
 	var out []record.Event
@@ -61,6 +58,10 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		out = r.result(raw)
 	}
 	if len(out) == 0 {
+		if !json.Valid(raw) {
+			// The kind was read off a line that is not JSON: it says nothing.
+			return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
+		}
 		out = []record.Event{r.opaque(raw, &rec.Type, &rec.Subtype)}
 	}
 	items := make([]launcher.Item, len(out))
@@ -68,6 +69,36 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		items[i] = launcher.Item{At: rec.Timestamp, Event: e}
 	}
 	return items
+}
+
+// recordKind is what a record's top level says it is.
+type recordKind struct{ Type, Subtype, Timestamp string }
+
+// kindOf takes type, subtype and timestamp off the record's top level
+// without decoding the rest (internal/jsonscan), so that the record is
+// decoded once, into what its type calls for. Not ok: the line is not a
+// JSON object, or one of the three is not a string. The keys are matched
+// exactly, as Claude Code writes them.
+func kindOf(raw []byte) (recordKind, bool) {
+	var k recordKind
+	ok := true
+	err := jsonscan.Members(raw, func(key, val []byte) {
+		var to *string
+		switch string(key) {
+		case "type":
+			to = &k.Type
+		case "subtype":
+			to = &k.Subtype
+		case "timestamp":
+			to = &k.Timestamp
+		default:
+			return
+		}
+		s, err := jsonscan.String(val)
+		ok = ok && err == nil
+		*to = s
+	})
+	return k, ok && err == nil
 }
 
 func (r *Reader) opaque(raw []byte, typ, subtype *string) *record.Opaque {
