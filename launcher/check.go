@@ -22,6 +22,12 @@ type Rules struct {
 	// NoOwnedSurface says why --tool-surface owned cannot be honoured
 	// (tool-surface-unsupported); "" when it can.
 	NoOwnedSurface string
+	// OwnedPrograms: --allow-program names the programs the owned
+	// surface's run entry may start, so it asks for that surface (the
+	// default verbs when there is no --catalogue). A kind without it reads
+	// the flag its own way (b10x: what a confined loop may start; codex
+	// refuses it, having no default verbs).
+	OwnedPrograms bool
 	// NoDecisions says why a decision mode the capabilities mark absent
 	// cannot be honoured (decisions-unsupported), and what to pass instead.
 	NoDecisions string
@@ -60,6 +66,14 @@ func CheckSpec(s *Spec, d *Descriptor) error {
 	if s.Catalogue != "" && s.ToolSurface == SurfaceNative {
 		return exit.Refuse(mcpserve.RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
 	}
+	if rules.OwnedPrograms && len(s.AllowProgs) > 0 {
+		if s.ToolSurface == SurfaceNative {
+			return exit.Refuse(RefuseAllowProgramNeedsOwnedSurface, "--allow-program %s beside --tool-surface native: the owned surface's run entry starts the programs, and the native surface keeps the vendor's own tools instead; drop --tool-surface native", s.AllowProgs[0])
+		}
+		if err := mcpserve.CheckPrograms(s.AllowProgs, true); err != nil {
+			return err
+		}
+	}
 	if d.Capabilities.Mode(s.Decisions) == Absent {
 		return exit.Refuse(RefuseDecisionsUnsupported, "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
 	}
@@ -73,6 +87,21 @@ func CheckSpec(s *Spec, d *Descriptor) error {
 		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE")
 	}
 	return nil
+}
+
+// DefaultVerbs reports whether the run's owned surface is mcp-serve's
+// default verbs: no --catalogue, and --tool-surface owned or, on a kind
+// whose owned surface runs programs, --allow-program.
+func (r Rules) DefaultVerbs(s *Spec) bool {
+	return s.Catalogue == "" && (s.ToolSurface == SurfaceOwned || (r.OwnedPrograms && len(s.AllowProgs) > 0))
+}
+
+// DefaultSurface is the server of the default verbs a run starts: writable
+// (the child's cwd is a scratch tree or one it may write anyway, and every
+// write is decided like any call), with the declared programs behind the
+// run entry.
+func DefaultSurface(s *Spec) mcpserve.Options {
+	return mcpserve.Options{Writable: true, AllowPrograms: s.AllowProgs}
 }
 
 func checkCredentials(s *Spec, rules Rules) error {

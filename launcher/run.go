@@ -480,7 +480,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	defer svc.close()
 	svc.eng, err = frame.New(frame.Config{
 		Mode: mode, Frame: r.frame, Kind: s.Kind, Events: r.events,
-		VendorTimeout: r.runner.VendorTimeout(), Resolve: r.runner.Resolve(r.contract),
+		VendorTimeout: r.runner.VendorTimeout(), Resolve: r.resolver(),
 		Refuses: func(c string) string { return r.caps.Support(c).RefusedWith },
 		Control: func(c record.Command) error { return svc.sess.Control(c) },
 		Stderr:  r.io.Stderr,
@@ -630,6 +630,39 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 			}
 		}
 		ev.AvailableOperations = ops
+	}
+	if r.d.Rules.DefaultVerbs(r.spec) {
+		ev.Withheld = []record.Withheld{}
+		ev.AvailableOperations = DefaultSurface(r.spec).Operations()
+	}
+}
+
+// resolver maps a call to its operations and subjects for the engine: the
+// kind's own reading, except that on a run serving the default verbs those
+// verbs, under the names the kind renders them, are read the way mcp-serve
+// reads them (tool_invoke by the entry it names), so that the frame decides
+// what the call behind tool_invoke does.
+func (r *run) resolver() func(string, json.RawMessage) frame.Resolution {
+	kind := r.runner.Resolve(r.contract)
+	if !r.d.Rules.DefaultVerbs(r.spec) {
+		return kind
+	}
+	surface := DefaultSurface(r.spec)
+	verbs := map[string]string{}
+	for _, v := range mcpserve.Verbs() {
+		verbs[r.d.CatalogueName(v)] = v
+	}
+	return func(tool string, input json.RawMessage) frame.Resolution {
+		v, ok := verbs[tool]
+		if !ok {
+			return kind(tool, input)
+		}
+		c := surface.Resolve(v, input)
+		res := frame.Resolution{Subjects: c.Subjects, Catalogue: c.Catalogue}
+		if c.Operation != "" {
+			res.Operations = []frame.Operation{{Op: c.Operation}}
+		}
+		return res
 	}
 }
 

@@ -63,7 +63,7 @@ func NewServer(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	if err := checkPrograms(opts.AllowPrograms, opts.Writable); err != nil {
+	if err := CheckPrograms(opts.AllowPrograms, opts.Writable); err != nil {
 		return nil, err
 	}
 	ws, err := openWorkspace(opts.Workspace, opts.Writable)
@@ -363,10 +363,7 @@ func (o Options) Resolve(tool string, input json.RawMessage) Call {
 			return call
 		}
 		call.Entry, call.Input, call.Subjects = inv.Name, inv.Arguments, Subjects(inv.Name, inv.Arguments)
-		call.Operation = OperationOf(inv.Name)
-		if inv.Name == runEntry {
-			call.Operation = runOperation
-		}
+		call.Operation = defaultOperation(inv.Name)
 	}
 	return call
 }

@@ -33,6 +33,22 @@ var verbs = mustContract("the default verbs",
 		objectSchema([]any{"name", "arguments"}, "name", str("the tool's name, as tool_search lists it"), "arguments", obj("type", "object", "description", "the tool's arguments"))),
 )
 
+// Verbs are the names the default surface publishes, in order.
+func Verbs() []string { return []string{verbSearch, verbDescribe, verbInvoke} }
+
+// Operations lists, once each and in order, the operations the default
+// verbs perform behind tool_invoke for a server with these options (a
+// contract's entries are not consulted: it publishes no verbs).
+func (o Options) Operations() []string {
+	var ops []string
+	for _, e := range defaultEntries(o.Writable, o.AllowPrograms).Entries {
+		if op := defaultOperation(e.Name); !slices.Contains(ops, op) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
 // defaultEntries builds the entries behind tool_invoke from what the server
 // admits: reads always, writes only when writable, run only when programs
 // are declared (its first argument is then one of them).
@@ -121,7 +137,16 @@ func effects(entry string) string {
 }
 
 func (s *Server) operationOf(entry string) string {
-	if s.opts.Contract == nil && entry == runEntry {
+	if s.opts.Contract == nil {
+		return defaultOperation(entry)
+	}
+	return OperationOf(entry)
+}
+
+// defaultOperation is the operation of an entry behind tool_invoke: the
+// run entry, which no contract may declare, starts a program.
+func defaultOperation(entry string) string {
+	if entry == runEntry {
 		return runOperation
 	}
 	return OperationOf(entry)
@@ -255,8 +280,9 @@ func (c *capped) Write(p []byte) (int, error) {
 	return c.Buffer.Write(p)
 }
 
-// checkPrograms refuses a program list the run entry could not honour.
-func checkPrograms(programs []string, writable bool) error {
+// CheckPrograms refuses a program list the run entry could not honour:
+// programs on a read-only server, or a name that names no program.
+func CheckPrograms(programs []string, writable bool) error {
 	if len(programs) > 0 && !writable {
 		return exit.Refuse(RefuseAllowProgramNeedsWritable, "--allow-program %s without --writable: a program can write anything in the workspace, which a read-only server promises not to; add --writable or drop --allow-program", programs[0])
 	}

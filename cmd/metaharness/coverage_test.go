@@ -29,10 +29,8 @@ import (
 //     run KIND …` command that passes the flag, and shows what it does
 //     there (its refusal on that kind, or its effect on the run).
 //
-// A kind whose run is not built is covered whole by a testscript expecting
-// its not-built refusal, and only while it is not built. So a flag added to
-// the CLI, or a kind whose run gets built, fails here until each pair is
-// shown.
+// So a flag added to the CLI, or a kind added to the table, fails here
+// until each pair is shown.
 
 const c1Vectors = "../../conformance/testdata/c1"
 
@@ -212,17 +210,16 @@ func c1Covered(t *testing.T, flags map[string]runFlag, base *launcher.Spec) map[
 var (
 	coversLine = regexp.MustCompile(`^#\s*covers:\s*(.+)$`)
 	runCommand = regexp.MustCompile(`\bmetaharness run ([a-z0-9]+)\b`)
-	notBuilt   = regexp.MustCompile(`^\s*stderr\s+'\^?metaharness: not-built: run ([a-z0-9]+) is not built`)
 )
 
 // scriptCovered reads the testscripts' covers lines, each holding for the
-// next run command, and the kinds whose not-built refusal a script expects.
-func scriptCovered(t *testing.T, flags map[string]runFlag) (map[[2]string]string, map[string]string) {
+// next run command.
+func scriptCovered(t *testing.T, flags map[string]runFlag) map[[2]string]string {
 	files, err := filepath.Glob("testdata/script/*.txtar")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no testscripts: %v", err)
 	}
-	covered, unbuilt := map[[2]string]string{}, map[string]string{}
+	covered := map[[2]string]string{}
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -238,9 +235,6 @@ func scriptCovered(t *testing.T, flags map[string]runFlag) (map[[2]string]string
 			if m := coversLine.FindStringSubmatch(line); m != nil {
 				pending = append(pending, strings.Fields(m[1])...)
 				continue
-			}
-			if m := notBuilt.FindStringSubmatch(line); m != nil {
-				unbuilt[m[1]] = base
 			}
 			m := runCommand.FindStringSubmatch(line)
 			if m == nil || strings.HasPrefix(line, "#") {
@@ -264,22 +258,17 @@ func scriptCovered(t *testing.T, flags map[string]runFlag) (map[[2]string]string
 			t.Errorf("%s covers %s with no run command after it", base, strings.Join(pending, " "))
 		}
 	}
-	return covered, unbuilt
+	return covered
 }
 
 // TestEveryRunFlagIsCovered is the anti-drift test (see the top of the file).
 func TestEveryRunFlagIsCovered(t *testing.T) {
 	flags, base := runFlags(t)
 	byC1 := c1Covered(t, flags, base)
-	byScript, unbuilt := scriptCovered(t, flags)
+	byScript := scriptCovered(t, flags)
 	var missing []string
 	for _, k := range kinds.All() {
 		kind := k.Descriptor().Name
-		_, built := k.(launcher.Runner)
-		if !built && unbuilt[kind] != "" {
-			t.Logf("run %s is not built: every flag is covered by its not-built refusal (%s)", kind, unbuilt[kind])
-			continue
-		}
 		for name := range flags {
 			pair := [2]string{name, kind}
 			if byC1[pair] == "" && byScript[pair] == "" {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -791,7 +792,7 @@ func TestRealClaudeCatalogueHookMatcher(t *testing.T) {
 	hook := "cat >> '" + hookLog + "'; echo >> '" + hookLog + "'"
 	for p, v := range map[string]any{
 		settings: map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{
-			"matcher": claude.CatalogueHookMatcher,
+			"matcher": claude.OwnedHookMatcher,
 			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": 30}},
 		}}}},
 		mcp: map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
@@ -941,5 +942,48 @@ func TestRunClaudeModelEndpointWithoutCredential(t *testing.T) {
 	}
 	if bytes.Contains(res.stdout, []byte(callerKey)) || bytes.Contains(res.stderr, []byte(callerKey)) {
 		t.Error("the caller's key reached metaharness's output")
+	}
+}
+
+// TestRunClaudeOwnedDefaultVerbs: --tool-surface owned with --allow-program
+// and no catalogue, on the pinned Claude Code: every request the model gets
+// offers exactly the default verbs of the one server, none of the vendor's
+// own tools and no stand-in of Claude Code's; the frame decides what each
+// call behind tool_invoke does (the declared echo runs and its output
+// reaches the model, the write is denied).
+func TestRunClaudeOwnedDefaultVerbs(t *testing.T) {
+	o := newOperator(t, "not-a-real-token")
+	o.write("notes.md", "the release is on Friday\n")
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__tool_invoke", Input: json.RawMessage(`{"name":"run","arguments":{"argv":["echo","checked by echo"]}}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__tool_invoke", Input: json.RawMessage(`{"name":"fs.write","arguments":{"path":"out.txt","text":"x"}}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--tool-surface", "owned", "--allow-program", "echo", "--frame", o.sealFrame("file.read", "shell"),
+		"--cwd", o.tree, "--scratch-cwd", "-p", "check the notes")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	want := []string{"mcp__metaharness__tool_describe", "mcp__metaharness__tool_invoke", "mcp__metaharness__tool_search"}
+	reqs := up.Requests()
+	if len(reqs) < 3 {
+		t.Fatalf("the scripted model saw %d requests, want 3", len(reqs))
+	}
+	for _, r := range reqs {
+		if got := slices.Sorted(slices.Values(r.Tools)); !slices.Equal(got, want) {
+			t.Errorf("request %d offered %q, want exactly %q", r.Seq, r.Tools, want)
+		}
+	}
+	results := modelSaw(up)
+	if len(results) < 2 || !strings.Contains(results[0], "checked by echo") {
+		t.Errorf("the declared program's output did not reach the model: %q", results)
+	}
+	if len(results) < 2 || !strings.Contains(results[1], "resolves to file.write, which the frame does not admit") {
+		t.Errorf("the write's denial did not reach the model: %q", results)
+	}
+	if _, err := os.Stat(filepath.Join(o.tree, "out.txt")); err == nil {
+		t.Error("the denied write happened")
 	}
 }

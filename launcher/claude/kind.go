@@ -34,9 +34,12 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		RecordFormat: "claude-stream-json",
 		Confined:     true,
 		Memory:       memory,
-		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
-			launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
-		}},
+		Rules: launcher.Rules{
+			OwnedPrograms: true,
+			Credentials: map[launcher.Credentials]string{
+				launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
+			},
+		},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -19,13 +20,14 @@ import (
 // late answer is always metaharness's refusal, never the vendor's guess.
 const HookTimeoutSeconds = 60
 
-// CatalogueHookMatcher is the PreToolUse matcher of a catalogue run: every
-// tool but the catalogue server's own. Those are decided where mcp-serve
+// OwnedHookMatcher is the PreToolUse matcher of a run with the owned
+// surface's server (a catalogue or the default verbs): every tool but that
+// server's own. Those are decided where mcp-serve
 // performs them, so starting a hook process per call that can only abstain
 // is waste; any other tool the child may be offered still meets the hook.
 // Claude Code reads a matcher that is not a plain list of names as a
 // JavaScript regular expression.
-const CatalogueHookMatcher = "^(?!" + OwnedPrefix + ")"
+const OwnedHookMatcher = "^(?!" + OwnedPrefix + ")"
 
 // ContextChannel is how declared context files reach the model: appended to
 // the system prompt, which every request carries and the record shows. An
@@ -123,9 +125,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 
 	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
+	published, serve, owned := ownedServer(spec, w, cwd)
 	matcher := ""
-	if w.CatalogueCopy != "" {
-		matcher = CatalogueHookMatcher
+	if owned {
+		matcher = OwnedHookMatcher
 	}
 	settings := map[string]any{
 		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
@@ -145,16 +148,16 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		"--strict-mcp-config", "--setting-sources", "", "--settings", settingsPath,
 		"--permission-mode", "dontAsk"}
 	var servers []string
-	if w.CatalogueCopy != "" {
+	if owned {
 		server := map[string]any{"mcpServers": map[string]any{"metaharness": map[string]any{
 			"type":    "stdio",
 			"command": w.Self,
-			"args":    serveArgs(w, cwd),
+			"args":    serve,
 		}}}
 		files = append(files, jsonFile(mcpPath, server))
 		var allowed []string
-		for _, t := range w.CatalogueTools {
-			allowed = append(allowed, "mcp__metaharness__"+t)
+		for _, t := range published {
+			allowed = append(allowed, OwnedPrefix+t)
 		}
 		args = append(args, "--tools", "", "--mcp-config", mcpPath, "--allowedTools", strings.Join(allowed, ","))
 		servers = []string{"metaharness"}
@@ -204,9 +207,16 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 	imposed("h2", `--setting-sources "" loads no user, project or local settings`)
 	imposed("h3", launcher.EnvRow(env, callerKeys))
 	imposed("h4", credHow)
-	if len(servers) > 0 {
+	switch {
+	case len(servers) > 0 && w.CatalogueCopy == "":
+		programs := "none"
+		if len(spec.AllowProgs) > 0 {
+			programs = strings.Join(spec.AllowProgs, ", ")
+		}
+		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve with the default verbs "+strings.Join(mcpserve.Verbs(), ", ")+"; programs behind its run entry: "+programs+")")
+	case len(servers) > 0:
 		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")
-	} else {
+	default:
 		imposed("h5", "--strict-mcp-config and no --mcp-config: no MCP server")
 	}
 	switch spec.Credentials {
@@ -232,15 +242,34 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 	return a
 }
 
-// serveArgs starts the catalogue server on the checked scratch copy, in the
-// child's cwd, asking the run's decision channel before every call. It may
-// write only when the catalogue declares a write entry.
-func serveArgs(w *launcher.World, cwd string) []string {
-	args := []string{"mcp-serve", "--catalogue", w.CatalogueCopy, "--workspace", cwd, "--decisions-socket", w.DecisionSocket}
-	if w.CatalogueWrites {
+// ownedServer is the owned surface's server, when the run has one: the
+// names it publishes and the mcp-serve arguments that start it in the
+// child's cwd, asking the run's decision channel before every call. With
+// --catalogue it serves the checked scratch copy and may write only when
+// the catalogue declares a write entry; without, it serves the default
+// verbs (--tool-surface owned, or --allow-program) as DefaultSurface says.
+func ownedServer(spec *launcher.Spec, w *launcher.World, cwd string) (published, args []string, ok bool) {
+	var writable bool
+	var programs []string
+	switch {
+	case w.CatalogueCopy != "":
+		args = []string{"mcp-serve", "--catalogue", w.CatalogueCopy}
+		published, writable = w.CatalogueTools, w.CatalogueWrites
+	case Kind{}.Descriptor().Rules.DefaultVerbs(spec):
+		o := launcher.DefaultSurface(spec)
+		args = []string{"mcp-serve"}
+		published, writable, programs = mcpserve.Verbs(), o.Writable, o.AllowPrograms
+	default:
+		return nil, nil, false
+	}
+	args = append(args, "--workspace", cwd, "--decisions-socket", w.DecisionSocket)
+	if writable {
 		args = append(args, "--writable")
 	}
-	return args
+	for _, p := range programs {
+		args = append(args, "--allow-program", p)
+	}
+	return published, args, true
 }
 
 func jsonFile(path string, v any) launcher.File {

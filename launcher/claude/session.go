@@ -16,16 +16,16 @@ import (
 
 // NewSession: Claude Code is a child whose record is read. Its stdout is
 // stream-json; its calls are decided before they run by the PreToolUse hook
-// and the catalogue server it starts, which ask over the decision channel
+// and the owned surface's server it starts, which ask over the decision channel
 // (Answer), and shown to the engine as observations when the record names
 // them.
-func (Kind) NewSession(spec *launcher.Spec, _ *launcher.Plan, run launcher.Services) launcher.Session {
-	return &session{run: run, catalogue: spec.Catalogue != ""}
+func (Kind) NewSession(_ *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+	return &session{run: run, owned: len(plan.MCPServers) > 0}
 }
 
 type session struct {
-	run       launcher.Services
-	catalogue bool
+	run   launcher.Services
+	owned bool // the plan gave the child the owned surface's server
 }
 
 var _ launcher.Answerer = (*session)(nil)
@@ -88,13 +88,13 @@ func (s *session) Control(c record.Command) error {
 	return fmt.Errorf("claude cannot apply %s", c.CommandName())
 }
 
-// Answer decides a request of the hook or the catalogue server. The
-// catalogue server's tools are decided at its own seam, where the call is
-// performed: the hook's matcher leaves them out (CatalogueHookMatcher), and
-// a hook that asks about one all the same abstains, so no call is decided
-// twice.
+// Answer decides a request of the hook or the owned surface's server (the
+// catalogue, or the default verbs). That server's tools are decided at its
+// own seam, where the call is performed: the hook's matcher leaves them out
+// (OwnedHookMatcher), and a hook that asks about one all the same
+// abstains, so no call is decided twice.
 func (s *session) Answer(ctx context.Context, req decide.Request) record.Decision {
-	if req.Seam == record.SeamHook && s.catalogue && strings.HasPrefix(req.Tool, OwnedPrefix) {
+	if req.Seam == record.SeamHook && s.owned && strings.HasPrefix(req.Tool, OwnedPrefix) {
 		return record.AbstainDecision()
 	}
 	return s.run.Decide(ctx, req)

@@ -244,6 +244,8 @@ func refuseFlags(spec *launcher.Spec) error {
 		return exit.Refuse(RefuseOptionUnsupported, "--max-budget-usd %s on codex: app-server prices nothing, so no budget can be held; drop --max-budget-usd", spec.MaxBudgetUSD)
 	case spec.ToolSurface == launcher.SurfaceOwned && spec.Catalogue == "":
 		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
+	case len(spec.AllowProgs) > 0 && spec.Catalogue == "":
+		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
 	case spec.ModelEndpoint != "" && spec.Credentials == launcher.CredentialsAPIKey:
 		return exit.Refuse(launcher.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials api-key would send OPENAI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
