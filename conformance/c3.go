@@ -38,6 +38,7 @@ var c3Files embed.FS
 //	{"stdin":{…command…}} or {"stdin":"raw line"}   a line on stdin
 //	{"stdin_hex":"7b22…"}   a line on stdin as hex bytes, for one that is
 //	    not UTF-8 (which the vector's own JSON cannot spell)
+//	{"stdin_eof":true}   stdin reaches its end: no embedder is left
 //	{"advance_ms":N}   the clock moves on
 //	{"pending":["t1",…]}   the calls awaiting a decision, in delivery order
 //
@@ -253,6 +254,7 @@ type c3Step struct {
 	Emit      *string         `json:"emit"`
 	Stdin     json.RawMessage `json:"stdin"`
 	StdinHex  *string         `json:"stdin_hex"`
+	StdinEOF  bool            `json:"stdin_eof"`
 	AdvanceMS *uint64         `json:"advance_ms"`
 	Pending   *[]string       `json:"pending"`
 	At        *string         `json:"at"`
@@ -270,15 +272,18 @@ func (p *player) step(raw json.RawMessage) error {
 		return err
 	}
 	actions := 0
-	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.StdinHex != nil, s.AdvanceMS != nil, s.Pending != nil} {
+	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.StdinHex != nil, s.StdinEOF, s.AdvanceMS != nil, s.Pending != nil} {
 		if set {
 			actions++
 		}
 	}
 	if actions != 1 {
-		return errors.New("a step has exactly one of emit, stdin, stdin_hex, advance_ms, pending")
+		return errors.New("a step has exactly one of emit, stdin, stdin_hex, stdin_eof, advance_ms, pending")
 	}
 	switch {
+	case s.StdinEOF:
+		p.engine.StdinEnded()
+		return nil
 	case s.StdinHex != nil:
 		line, err := hex.DecodeString(*s.StdinHex)
 		if err != nil {

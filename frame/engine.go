@@ -118,6 +118,7 @@ type Engine struct {
 	delivered     uint64
 	census        record.Census
 	ended         string // set once the run halted or the stream ended
+	noEmbedder    string // set once stdin ended in ask mode: why nobody answers
 	halted        bool
 	lines         uint64
 	ids           map[string]uint64 // command ids answered, and the stdin line of each
@@ -269,6 +270,11 @@ func (e *Engine) Request(c Call, answer Answer) {
 			return
 		}
 	}
+	if e.noEmbedder != "" {
+		e.emitRequested(c, res, false, nil)
+		e.close(cs, record.DenyDecision(fmt.Sprintf("%s, so metaharness denied call %s at once and nothing ran", e.noEmbedder, c.CallID)), ByAdapter, c.Seam, "denied: "+e.noEmbedder)
+		return
+	}
 	// Ask: the embedder decides, against a deadline armed now.
 	ms := uint64(e.deadline.Milliseconds())
 	cs.phase = pending
@@ -329,6 +335,27 @@ func (e *Engine) Observe(c Call) {
 	if prev.phase == pending {
 		e.close(prev, record.DenyDecision(fmt.Sprintf("metaharness denied call %s: the vendor's record of it differs from the request that was presented, so nothing ran", c.CallID)),
 			ByAdapter, prev.seam, "denied when the vendor's record differed from the presented request")
+	}
+}
+
+// StdinEnded tells the engine that no command can arrive any more: stdin
+// has reached its end. In ask mode nobody is left to decide, so every call
+// waiting for the embedder, and every later call it would be asked about,
+// is denied by the adapter at once instead of waiting out its deadline; the
+// run says so once (NO_EMBEDDER). In the other modes nothing changes.
+func (e *Engine) StdinEnded() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cfg.Mode != ModeAsk || e.noEmbedder != "" || e.ended != "" {
+		return
+	}
+	e.noEmbedder = fmt.Sprintf("stdin ended after line %d: no embedder can answer", e.lines)
+	if e.lines == 0 {
+		e.noEmbedder = "stdin ended before any command: no embedder can answer"
+	}
+	e.warn(WarnNoEmbedder, e.noEmbedder+", so every call the embedder would decide is denied at once instead of waiting out its deadline")
+	for _, cs := range e.pendingLocked() {
+		e.close(cs, record.DenyDecision(fmt.Sprintf("%s, so metaharness denied call %s and nothing ran", e.noEmbedder, cs.id)), ByAdapter, cs.seam, "denied: "+e.noEmbedder)
 	}
 }
 

@@ -40,6 +40,9 @@ const (
 	WarnUncoveredTool        = "UNCOVERED_TOOL"
 	WarnRequestMutated       = "REQUEST_MUTATED"
 	WarnPendingCallAbandoned = "PENDING_CALL_ABANDONED"
+	// WarnNoEmbedder: ask mode, and stdin has ended, so no embedder can
+	// answer any more; written once.
+	WarnNoEmbedder = "NO_EMBEDDER"
 )
 
 // Verdict is what a frame says about one call: allow or deny (a frame never

@@ -556,8 +556,10 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	return r.conclude(ctx, plan, transcriptPath, process, terminal)
 }
 
-// readCommands feeds stdin lines to the engine until stdin ends.
+// readCommands feeds stdin lines to the engine until stdin ends, then
+// tells it so: in ask mode no embedder can answer any more.
 func (r *run) readCommands(eng *frame.Engine) {
+	defer eng.StdinEnded()
 	if r.io.Stdin == nil {
 		return
 	}
