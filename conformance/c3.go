@@ -33,6 +33,9 @@ var c3Files embed.FS
 //
 //	{"emit":"tool.requested","call_id":…,"name":…,"input":…,"seam":…}
 //	    a seam presents a call (seam "none": the vendor's record of one)
+//	{"emit":"tool.requested",…,"seam":"hook","record":true}
+//	    the vendor's record of a call whose seam will present it
+//	{"emit":"tool.result","call_id":…}   the vendor's result of a call
 //	{"emit":"turn.started","turn":N} / {"emit":"turn.ended","turn":N,…}
 //	{"emit":"<any other event>",…payload}   the vendor emits an event
 //	{"stdin":{…command…}} or {"stdin":"raw line"}   a line on stdin
@@ -262,6 +265,7 @@ type c3Step struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input"`
 	Seam      string          `json:"seam"`
+	Record    bool            `json:"record"`
 	Turn      uint32          `json:"turn"`
 	Stop      *string         `json:"stop_reason"`
 }
@@ -309,7 +313,7 @@ func (p *player) step(raw json.RawMessage) error {
 	switch *s.Emit {
 	case "tool.requested":
 		c := frame.Call{CallID: s.CallID, Name: s.Name, Input: s.Input, Seam: s.Seam, At: s.At}
-		if s.Seam == record.SeamNone {
+		if s.Seam == record.SeamNone || s.Record {
 			p.engine.Observe(c)
 		} else {
 			p.engine.Request(c, p.answer(s.CallID))
@@ -319,6 +323,8 @@ func (p *player) step(raw json.RawMessage) error {
 		return p.engine.StartTurn(s.Turn, s.At)
 	case "turn.ended":
 		return p.engine.EndTurn(s.Turn, s.Stop, s.At)
+	case "tool.result":
+		p.engine.Settle(s.CallID) // as a session does: the call before its result
 	}
 	return p.emitVendorEvent(*s.Emit, raw)
 }

@@ -116,6 +116,7 @@ type Engine struct {
 	warnedNoFrame bool
 	calls         map[string]*callState
 	delivered     uint64
+	observed      uint64 // observations held so far, for their order
 	census        record.Census
 	ended         string // set once the run halted or the stream ended
 	noEmbedder    string // set once stdin ended in ask mode: why nobody answers
@@ -143,6 +144,10 @@ type callState struct {
 	answers                []Answer
 	decision               record.Decision
 	how                    string // how it closed, for TOO_LATE
+	// held is the vendor's record of the call, not written yet: a seam
+	// will present it, and one tool.requested is written for both.
+	held      *Call
+	heldOrder uint64
 }
 
 // New builds an engine. observe with a frame is refused (exit 2).
@@ -212,6 +217,18 @@ func (e *Engine) Request(c Call, answer Answer) {
 	res := e.resolve(c.Name, c.Input)
 	digest := RequestDigest(c.CallID, c.Name, c.Input)
 	prev := e.calls[c.CallID]
+	if prev != nil && prev.held != nil {
+		if prev.digest == digest {
+			// The record's call, now presented: one event for both, with
+			// the record's timestamp and the seam's decision facts.
+			if c.At == nil {
+				c.At = prev.held.At
+			}
+			prev.held = nil
+		} else {
+			e.flush(prev) // the record's own request, written as it was
+		}
+	}
 	switch {
 	case prev != nil && prev.digest != digest:
 		e.emitRequested(c, res, false, nil)
@@ -309,32 +326,84 @@ func (e *Engine) Decide(ctx context.Context, c Call, write Answer) record.Decisi
 }
 
 // Observe records a call the vendor's own record shows (a transcript
-// tool_use): tool.requested with decision_required false, never decided.
-// Its seam defaults to none. If the same call_id was presented with a
-// different request, that is REQUEST_MUTATED, and a pending presentation is
-// denied by the adapter.
+// tool_use): never decided. A call the record names a seam for is held, so
+// that it is written once: when that seam presents it (one tool.requested,
+// with the record's timestamp and the seam's decision facts), or, when no
+// seam does, at Settle or at the end of the turn or stream, as a record
+// (seam none, decision_required false). A record with no seam is written at
+// once. If the same call_id was presented with a different request, that
+// is REQUEST_MUTATED, and a pending presentation is denied by the adapter.
 func (e *Engine) Observe(c Call) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if c.Seam == "" {
 		c.Seam = record.SeamNone
 	}
-	res := e.resolve(c.Name, c.Input)
 	digest := RequestDigest(c.CallID, c.Name, c.Input)
-	e.emitRequested(c, res, false, nil)
 	prev := e.calls[c.CallID]
-	if prev == nil {
-		e.calls[c.CallID] = &callState{id: c.CallID, seam: c.Seam, digest: digest, phase: recorded}
+	switch {
+	case prev == nil:
+		cs := &callState{id: c.CallID, seam: c.Seam, digest: digest, phase: recorded}
+		e.calls[c.CallID] = cs
+		if c.Seam == record.SeamNone || e.ended != "" {
+			e.emitRecord(c)
+			return
+		}
+		e.observed++
+		cs.held, cs.heldOrder = &c, e.observed
 		return
+	case prev.digest == digest:
+		return // already written, by the seam that presented it
 	}
-	if prev.digest == digest {
-		return
-	}
+	e.flush(prev)
+	e.emitRecord(c)
 	e.warn(WarnRequestMutated, fmt.Sprintf("the vendor's record of call %s differs from the request presented at the %s seam (request digest %s, presented %s)",
 		c.CallID, prev.seam, digest[:12], prev.digest[:12]))
 	if prev.phase == pending {
 		e.close(prev, record.DenyDecision(fmt.Sprintf("metaharness denied call %s: the vendor's record of it differs from the request that was presented, so nothing ran", c.CallID)),
 			ByAdapter, prev.seam, "denied when the vendor's record differed from the presented request")
+	}
+}
+
+// Settle writes the vendor's record of call id if no seam presented it
+// (the record shows the call done, a tool result, so none will): every call
+// is in the stream before its result.
+func (e *Engine) Settle(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if cs := e.calls[id]; cs != nil {
+		e.flush(cs)
+	}
+}
+
+// flush writes a held observation no seam presented.
+func (e *Engine) flush(cs *callState) {
+	if cs.held == nil {
+		return
+	}
+	c := *cs.held
+	cs.held = nil
+	e.emitRecord(c)
+}
+
+// emitRecord writes the vendor's record of a call that no seam presented
+// as it stands: seam none, a record and not a call (never decided).
+func (e *Engine) emitRecord(c Call) {
+	c.Seam = record.SeamNone
+	e.emitRequested(c, e.resolve(c.Name, c.Input), false, nil)
+}
+
+// flushAll writes every held observation, in the order they were seen.
+func (e *Engine) flushAll() {
+	var held []*callState
+	for _, cs := range e.calls {
+		if cs.held != nil {
+			held = append(held, cs)
+		}
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i].heldOrder < held[j].heldOrder })
+	for _, cs := range held {
+		e.flush(cs)
 	}
 }
 
@@ -382,6 +451,7 @@ func (e *Engine) StartTurn(turn uint32, at *string) error {
 func (e *Engine) EndTurn(turn uint32, stopReason *string, at *string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.flushAll()
 	e.abandonAll(fmt.Sprintf("turn %d ended", turn))
 	e.emit(at, &record.TurnEnded{Turn: turn, StopReason: stopReason})
 	return e.err
@@ -394,6 +464,7 @@ func (e *Engine) EndTurn(turn uint32, stopReason *string, at *string) error {
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.flushAll()
 	e.abandonAll("the stream ended")
 	if e.ended == "" {
 		e.ended = "the stream ended"

@@ -126,6 +126,7 @@ func TestRunCodexAskModeNativeTools(t *testing.T) {
 	if got := res.decisions(); got != "embedder/control_request/deny embedder/control_request/allow" {
 		t.Errorf("decisions %v", got)
 	}
+	o.onePerCall(res, 2)
 	started := res.find("session.started")[0].(*record.SessionStarted)
 	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "developer-instructions" || started.ContextFiles[0].Path != "notes.md" {
 		t.Errorf("context_files %+v", started.ContextFiles)
@@ -498,6 +499,7 @@ func TestRunCodexObserve(t *testing.T) {
 	if got := res.decisions(); got != "observe/control_request/allow" {
 		t.Errorf("decisions %q, want one allow by observe at the control_request seam", got)
 	}
+	o.onePerCall(res, 1)
 	if b, err := os.ReadFile(filepath.Join(o.tree, "seen.txt")); err != nil || string(b) != "observed\n" {
 		t.Errorf("the observed command did not run: %q %v", b, err)
 	}

@@ -274,6 +274,7 @@ func catalogueUnderAFrame(t *testing.T, o *operator, res *runResult, up *scripte
 	if !uncovered {
 		t.Error("no UNCOVERED_TOOL warning in the stream")
 	}
+	o.onePerCall(res, 3)
 	ended := res.find("session.ended")
 	if len(ended) != 1 {
 		t.Fatalf("%d session.ended events, want 1", len(ended))
@@ -420,6 +421,7 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	if got := res.decisions(); got != "embedder/hook/deny embedder/hook/allow" {
 		t.Errorf("decisions %v", got)
 	}
+	o.onePerCall(res, 2)
 	started := res.find("session.started")[0].(*record.SessionStarted)
 	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "append-system-prompt" || started.ContextFiles[0].Path != "notes.md" {
 		t.Errorf("context_files %+v", started.ContextFiles)
@@ -532,6 +534,41 @@ func (r *runResult) commandsOK(t *testing.T) {
 		if cr := ev.(*record.CommandResult); cr.Outcome.Result != "ok" {
 			t.Errorf("command %s refused: %+v", cr.ID, cr.Outcome.Refused)
 		}
+	}
+}
+
+// onePerCall checks that each of the run's n tool calls is one
+// tool.requested (the vendor's record and the seam's presentation written
+// as one) and that project, run as the operator on the stream, counts n.
+func (o *operator) onePerCall(res *runResult, n int) {
+	o.t.Helper()
+	seen := map[string]int{}
+	for _, ev := range res.find("tool.requested") {
+		seen[ev.(*record.ToolRequested).CallID]++
+	}
+	for id, k := range seen {
+		if k != 1 {
+			o.t.Errorf("call %s is %d tool.requested events, want 1", id, k)
+		}
+	}
+	if len(seen) != n {
+		o.t.Errorf("%d calls in the stream, want %d", len(seen), n)
+	}
+	events := filepath.Join(o.t.TempDir(), "events.jsonl")
+	if err := os.WriteFile(events, res.stdout, 0o600); err != nil {
+		o.t.Fatal(err)
+	}
+	out, err := o.metaharness("project", events)
+	var doc struct {
+		Metaharness struct {
+			Families map[string]int `json:"families"`
+		} `json:"metaharness"`
+	}
+	if err != nil || json.Unmarshal(out, &doc) != nil {
+		o.t.Fatalf("project: %v\n%s", err, out)
+	}
+	if got := doc.Metaharness.Families["tool_call"]; got != n {
+		o.t.Errorf("project counts %d tool calls, want %d", got, n)
 	}
 }
 
@@ -656,6 +693,7 @@ func TestRunClaudeObserveMode(t *testing.T) {
 	if len(decided) != 1 {
 		t.Fatalf("%d decisions, want 1", len(decided))
 	}
+	o.onePerCall(res, 1)
 	if d := decided[0].(*record.ToolDecided); d.DecidedBy != "observe" || d.Decision.Decision != record.Allow || d.Seam != "hook" {
 		t.Errorf("decision %+v, want allow by observe at the hook", d)
 	}

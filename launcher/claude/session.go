@@ -61,6 +61,9 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 						at = &it.At
 					}
 					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+				case *record.ToolResult:
+					eng.Settle(ev.CallID) // the call first, if no seam presented it
+					s.run.Emit(it.At, ev)
 				case *record.SessionEnded:
 					if turn > 0 {
 						_ = eng.EndTurn(turn, ev.StopReason, nil)

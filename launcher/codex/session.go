@@ -205,6 +205,9 @@ func (s *session) loop(ctx context.Context) {
 				s.run.Started(it.At, ev)
 			case *record.ToolRequested:
 				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+			case *record.ToolResult:
+				eng.Settle(ev.CallID) // the call first, if no seam presented it
+				s.run.Emit(it.At, ev)
 			case *record.TurnStarted:
 				_ = eng.StartTurn(ev.Turn, at)
 			case *record.TurnEnded:

@@ -453,15 +453,17 @@ func (r *Reader) itemStarted(params json.RawMessage) []record.Event {
 		return nil
 	}
 	it := v.Item
-	var name string
+	// The seam is where the call is presented: the run's catalogue server
+	// performs a dynamic tool, an approval request asks about a native one.
+	var name, seam string
 	var input json.RawMessage
 	switch it.Type {
 	case "dynamicToolCall":
-		name, input = it.Tool, it.Arguments
+		name, input, seam = it.Tool, it.Arguments, record.SeamOwnedTool
 	case "commandExecution":
-		name, input = ShellTool, ShellInput(it.Command, it.Cwd)
+		name, input, seam = ShellTool, ShellInput(it.Command, it.Cwd), record.SeamControlRequest
 	case "fileChange":
-		name, input = PatchTool, patchInput(it.Changes)
+		name, input, seam = PatchTool, patchInput(it.Changes), record.SeamControlRequest
 	default:
 		return nil // its item/completed carries it
 	}
@@ -469,7 +471,7 @@ func (r *Reader) itemStarted(params json.RawMessage) []record.Event {
 		input = json.RawMessage("null")
 	}
 	r.inputs[it.ID], r.names[it.ID] = input, name
-	return []record.Event{&record.ToolRequested{CallID: it.ID, Name: name, Input: input, Seam: record.SeamNone}}
+	return []record.Event{&record.ToolRequested{CallID: it.ID, Name: name, Input: input, Seam: seam}}
 }
 
 func (r *Reader) itemCompleted(params json.RawMessage) []record.Event {
