@@ -64,7 +64,7 @@ func copyExecutable(from, to string) error {
 //
 //	allow, deny:REASON   a tool.decide for that event's call
 //	interrupt, halt      that command
-//	SIGTERM, SIGINT      that signal to PROGRAM
+//	SIGTERM, SIGINT, SIGHUP   that signal to PROGRAM
 //
 // stdin stays open until PROGRAM's stdout ends, then it is closed; the
 // embedder exits with PROGRAM's status.
@@ -147,13 +147,12 @@ func answer(line []byte, rule [2]string, stdin io.Writer, p *os.Process, sent *i
 	*sent++
 	id := fmt.Sprintf("embedder-%d", *sent)
 	var cmd map[string]any
+	signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP}
+	if sig, ok := signals[action]; ok {
+		_ = p.Signal(sig)
+		return true
+	}
 	switch {
-	case action == "SIGTERM":
-		_ = p.Signal(syscall.SIGTERM)
-		return true
-	case action == "SIGINT":
-		_ = p.Signal(syscall.SIGINT)
-		return true
 	case action == "interrupt" || action == "halt":
 		cmd = map[string]any{"command": action, "reason": nil}
 	case action == "allow" || strings.HasPrefix(action, "deny:"):
