@@ -25,8 +25,10 @@ import (
 	"testing"
 )
 
-// unavailable skips t, or fails it when real clients are required.
-func unavailable(t testing.TB, format string, args ...any) {
+// Unavailable skips t, or fails it when real clients are required, with
+// the reason in its record: for a real-client test that checks its own
+// prerequisites (after Record).
+func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	skipReason(t, msg)
@@ -43,10 +45,10 @@ func Tools(t testing.TB) string {
 	Record(t)
 	dir := os.Getenv("METAHARNESS_NODE_TOOLS")
 	if dir == "" {
-		unavailable(t, "METAHARNESS_NODE_TOOLS is unset: run scripts/install-node-tools and export its output (scripts/test does)")
+		Unavailable(t, "METAHARNESS_NODE_TOOLS is unset: run scripts/install-node-tools and export its output (scripts/test does)")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin")); err != nil {
-		unavailable(t, "METAHARNESS_NODE_TOOLS=%s has no node_modules/.bin: %v", dir, err)
+		Unavailable(t, "METAHARNESS_NODE_TOOLS=%s has no node_modules/.bin: %v", dir, err)
 	}
 	return dir
 }
@@ -57,7 +59,7 @@ func RequireLoopbackOnly(t testing.TB) {
 	t.Helper()
 	Record(t)
 	if os.Getenv("METAHARNESS_LOOPBACK_ONLY") != "1" {
-		unavailable(t, "not inside a loopback-only network namespace: run the tests under scripts/loopback-only")
+		Unavailable(t, "not inside a loopback-only network namespace: run the tests under scripts/loopback-only")
 	}
 	ifs, err := net.Interfaces()
 	if err != nil {
@@ -78,7 +80,7 @@ func Binary(t testing.TB, name string) string {
 	RequireLoopbackOnly(t)
 	bin := filepath.Join(tools, "node_modules", ".bin", name)
 	if _, err := os.Stat(bin); err != nil {
-		unavailable(t, "%s is not installed under %s: %v", name, tools, err)
+		Unavailable(t, "%s is not installed under %s: %v", name, tools, err)
 	}
 	return bin
 }
@@ -92,7 +94,7 @@ func CodexNative(t testing.TB) string {
 	RequireLoopbackOnly(t)
 	bin := filepath.Join(tools, "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
 	if _, err := os.Stat(bin); err != nil {
-		unavailable(t, "codex's native binary is not installed under %s: %v", tools, err)
+		Unavailable(t, "codex's native binary is not installed under %s: %v", tools, err)
 	}
 	return bin
 }

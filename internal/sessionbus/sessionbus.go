@@ -6,7 +6,8 @@
 // It needs dbus-daemon, gnome-keyring-daemon and secret-tool (the Debian
 // packages dbus, gnome-keyring and libsecret-tools; .ci/run installs them).
 // Without them a test skips, or fails under
-// METAHARNESS_REQUIRE_REAL_CLIENTS=1, as the real-client tests do.
+// METAHARNESS_REQUIRE_REAL_CLIENTS=1, as every real-client test does
+// (conformance/vendortest).
 package sessionbus
 
 import (
@@ -20,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/metaharness/metaharness/conformance/vendortest"
 )
 
 // Programs are what a bus with a Secret Service needs.
@@ -41,17 +44,15 @@ func (b *Bus) Env() map[string]string {
 	return map[string]string{"DBUS_SESSION_BUS_ADDRESS": b.Address, "XDG_RUNTIME_DIR": b.RuntimeDir}
 }
 
-// Require skips t, or fails it when real clients are required, unless every
-// program a bus with a Secret Service needs is installed.
+// Require marks t a real-client test (vendortest.Record) and skips it, or
+// fails it when real clients are required, unless every program a bus with
+// a Secret Service needs is installed.
 func Require(t testing.TB) {
 	t.Helper()
+	vendortest.Record(t)
 	for _, p := range Programs {
 		if _, err := exec.LookPath(p); err != nil {
-			msg := fmt.Sprintf("%s is not installed (Debian: apt-get install dbus gnome-keyring libsecret-tools): %v", p, err)
-			if os.Getenv("METAHARNESS_REQUIRE_REAL_CLIENTS") == "1" {
-				t.Fatalf("%s (METAHARNESS_REQUIRE_REAL_CLIENTS=1: this test must run)", msg)
-			}
-			t.Skip(msg)
+			vendortest.Unavailable(t, "%s is not installed (Debian: apt-get install dbus gnome-keyring libsecret-tools): %v", p, err)
 		}
 	}
 }
