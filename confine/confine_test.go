@@ -217,17 +217,23 @@ func TestMountView(t *testing.T) {
 	if err := os.Symlink(self, link); err != nil {
 		t.Fatal(err)
 	}
+	// A writable tree named through a link in a hidden one (a --cwd given
+	// as a link) is entered by that name.
+	workLink := filepath.Join(home, "work")
+	if err := os.Symlink("../work", workLink); err != nil {
+		t.Fatal(err)
+	}
 	s := testSpec(self)
 	s.Hidden = []string{home}
 	s.Fresh = []string{filepath.Join(root, "fresh")}
 	s.ReadOnly = []string{link, filepath.Join(root, "ro")}
-	s.Writable = []string{filepath.Join(root, "work")}
+	s.Writable = []string{workLink}
 	s.Covered = []string{token, filepath.Join(home, ".claude*"), filepath.Join(home, ".codex")}
 
 	r := func(p string) string { return filepath.Join(root, p) }
 	out, ex := run(t, s, Command{Program: link, Args: []string{link, "helper", "check",
 		"read:" + r("home/.claude.json"), "ls:" + home, "ls:" + r("home/.local/bin"), "write:" + r("home/x"),
-		"read:" + token, "read:" + r("work/notes"), "write:" + r("work/new"),
+		"read:" + token, "read:" + r("work/notes"), "write:" + r("work/new"), "read:" + r("home/work/notes"),
 		"read:" + r("ro/file"), "write:" + r("ro/x"), "read:" + r("other/file"), "write:" + r("other/x"),
 		"ls:" + r("fresh"), "write:" + r("fresh/x"), "write:/etc/metaharness-confine-test",
 		"pids:", "read:/proc/1/cmdline", "read:/proc/1/environ", "ls:/dev", "umount:" + home, "umount:" + r("work"),
@@ -239,7 +245,7 @@ func TestMountView(t *testing.T) {
 	t.Logf("inside:\n%s", out)
 	for _, want := range []string{
 		"no read " + r("home/.claude.json"), "ok ls " + home, "ok ls " + r("home/.local/bin"), "no write " + r("home/x"),
-		"ok read " + token, "ok read " + r("work/notes"), "ok write " + r("work/new"),
+		"ok read " + token, "ok read " + r("work/notes"), "ok write " + r("work/new"), "ok read " + r("home/work/notes"),
 		"ok read " + r("ro/file"), "no write " + r("ro/x"), "ok read " + r("other/file"), "no write " + r("other/x"),
 		"ok ls " + r("fresh"), "ok write " + r("fresh/x"), "no write /etc/metaharness-confine-test",
 		"ok pids ", "ok read /proc/1/cmdline", "no read /proc/1/environ", "ok ls /dev", "no umount " + home, "no umount " + r("work"),
@@ -249,7 +255,7 @@ func TestMountView(t *testing.T) {
 		}
 	}
 	for k, want := range map[string]string{
-		"ok ls " + home:                     ".local",
+		"ok ls " + home:                     ".local,work",
 		"ok ls " + r("home/.local/bin"):     "helper",
 		"ok read " + token:                  `""`,
 		"ok read " + r("work/notes"):        `"notes"`,

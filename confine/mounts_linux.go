@@ -157,10 +157,17 @@ func plan(s *Spec) ([]step, error) {
 		}
 		add(step{kind: stepBind, path: real})
 	}
+	// A writable path named through a link (a --cwd that is one) keeps the
+	// link, as a read-only one does, so the child can enter it by its name.
 	for _, p := range s.Writable {
-		if real, ok := existing(p); ok {
-			add(step{kind: stepBind, path: real, writable: true})
+		links, real, err := hops(p)
+		if err != nil {
+			continue
 		}
+		for _, l := range links {
+			add(l)
+		}
+		add(step{kind: stepBind, path: real, writable: true})
 	}
 	for _, pattern := range s.Covered {
 		matches, _ := filepath.Glob(pattern)
