@@ -20,10 +20,13 @@
 // username NAME` in exactly the environment it was given, over the session
 // bus that environment names.
 //
-// The script is b10x-harness.json beside the program as it was started
-// (Config); what the stand-in saw (argv, environment, working directory,
-// the rendered instruction package, a digest of the credential) is written
-// beside it as b10x-harness.seen.json, for tests to compare with the launch.
+// The script (Config) is the .json file the task (--input) names, absolute
+// or beneath --workspace, as a confined loop must read it; else
+// b10x-harness.json beside the program as it was started; else the golden
+// scenario. What the stand-in saw (argv, environment, working directory, the
+// rendered instruction package, a digest of the credential) is written
+// beside the script as <script>.seen.json (b10x-harness.seen.json beside the
+// program without one), for tests to compare with the launch.
 package b10xstandin
 
 import (
@@ -136,7 +139,18 @@ func Main(argv []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, runHelp())
 		return 0
 	}
-	r := &runner{cfg: cfg, a: a, seenPath: filepath.Join(dir, "b10x-harness.seen.json"), stdout: stdout, stderr: stderr}
+	seen := filepath.Join(dir, "b10x-harness.seen.json")
+	// A task that names a script file is the run's script, and what the
+	// stand-in saw is written beside it: a confined loop sees its workspace
+	// and not the directory its program is in.
+	if p := taskScript(a); p != "" {
+		if cfg, err = loadConfig(p); err != nil {
+			fmt.Fprintf(stderr, "b10x-harness stand-in: %v\n", err)
+			return 1
+		}
+		seen = strings.TrimSuffix(p, ".json") + ".seen.json"
+	}
+	r := &runner{cfg: cfg, a: a, seenPath: seen, stdout: stdout, stderr: stderr}
 	r.seen.Argv = argv
 	return r.run()
 }
@@ -437,6 +451,22 @@ func (r *runner) writeSeen() {
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(r.seen)
 	_ = os.WriteFile(r.seenPath, b.Bytes(), 0o600)
+}
+
+// taskScript is the file --input names, absolute or beneath --workspace,
+// when it is a .json file that exists; "" otherwise.
+func taskScript(a args) string {
+	p := a.get("input")
+	if !strings.HasSuffix(p, ".json") {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(orDefault(a.get("workspace"), "."), p)
+	}
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return p
 }
 
 func loadConfig(path string) (Config, error) {

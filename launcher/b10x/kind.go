@@ -93,7 +93,10 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities(),
 		Install:        "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
-		Memory: memory,
+		// The loop runs in metaharness's namespaces; a direct provider
+		// dials its model itself, so it gets no network namespace.
+		Confined: true,
+		Memory:   memory,
 		Rules: launcher.Rules{
 			PromptOptional: true,
 			LoopFlags:      true,

@@ -2,6 +2,7 @@ package b10x
 
 import (
 	"fmt"
+	"net/url"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -174,6 +175,26 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 	opt("--input", spec.Prompt)
 
+	// The loop writes its XDG_CONFIG_HOME and, when it confines its own
+	// tools, the cgroups under --cgroup-root.
+	writes := []string{config}
+	if b.CgroupRoot != "" {
+		writes = append(writes, b.CgroupRoot)
+	}
+	named := reads(spec, w)
+	conf := launcher.Confinement(spec, w, writes, named...)
+	if conf != nil && b.Toolchain != "" && w.Env["CARGO_HOME"] != "" {
+		// The toolchain's roots are bound back whole; cargo keeps the
+		// caller's registry tokens in one of them.
+		for _, f := range []string{"credentials.toml", "credentials"} {
+			conf.Covered = append(conf.Covered, filepath.Join(w.Env["CARGO_HOME"], f))
+		}
+	}
+	att := attestation(spec, w, cwd, config, env, cred)
+	launcher.AttestConfinement(&att, conf, spec, w)
+	if conf != nil {
+		boundBack(&att, named, spec.B10x.APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
+	}
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        args,
@@ -181,10 +202,99 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Dir:         cwd,
 		Dirs:        dirs,
 		Files:       files,
-		Attestation: attestation(spec, w, cwd, config, env, cred),
+		Attestation: att,
 		MCPServers:  []string{},
 		Version:     w.Version,
+		Confinement: conf,
 	}, nil
+}
+
+// reads are what the confined loop must see outside its workspace and the
+// scratch tree, each bound back read-only over the mount view that hides
+// the caller's HOME, /run and /tmp: the files the launch names (hooks, rate
+// card, driver, token file, substrate socket), a declared toolchain's
+// roots, and under --api-key-secret the session bus socket (connecting to a
+// socket needs no write access to its mount). Nothing else of
+// XDG_RUNTIME_DIR is bound: agent sockets live there too.
+func reads(spec *launcher.Spec, w *launcher.World) []string {
+	b := spec.B10x
+	var out []string
+	add := func(p string) {
+		if filepath.IsAbs(p) && !slices.Contains(out, p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	for _, p := range []string{b.Hooks, b.Prices, b.Driver, b.SubscriptionTokenFile, b.Substrate} {
+		add(p)
+	}
+	if b.Toolchain != "" {
+		for _, k := range ToolchainEnv {
+			add(w.Env[k])
+		}
+	}
+	if b.APIKeySecret != "" {
+		for _, p := range BusSockets(w.Env) {
+			add(p)
+		}
+	}
+	return out
+}
+
+// boundBack says on h6 what the mount view lets through besides: the paths
+// the launch names, bound back read-only; under --api-key-secret the bus,
+// which reaches every service on the caller's session bus, the whole
+// secret store among them.
+func boundBack(a *record.Attestation, named []string, bus bool, sockets []string) {
+	var how []string
+	for _, p := range named {
+		if !slices.Contains(sockets, p) {
+			how = append(how, p)
+		}
+	}
+	if len(how) > 0 {
+		how = []string{"bound back read-only as the launch names them: " + strings.Join(how, ", ")}
+	}
+	if bus {
+		b := "reachable for --api-key-secret: the caller's session bus at an address that names no file (abstract or TCP), which no mount view hides"
+		if len(sockets) > 0 {
+			b = "bound back read-only for --api-key-secret: the session bus socket " + strings.Join(sockets, ", ")
+		}
+		how = append(how, b+", through which the loop and every program it starts can ask any service on the caller's session bus, the OS secret store for any item it holds, not only the one named")
+	}
+	for i := range a.Imposed {
+		if a.Imposed[i].Row == attest.H6 && len(how) > 0 {
+			a.Imposed[i].How += "; " + strings.Join(how, "; ")
+		}
+	}
+}
+
+// BusSockets are the session bus sockets a client with env would connect
+// to: each unix:path= of DBUS_SESSION_BUS_ADDRESS, else libdbus's fallback
+// $XDG_RUNTIME_DIR/bus. An abstract address names no file (and b10x gets no
+// network namespace, so it stays reachable).
+func BusSockets(env map[string]string) []string {
+	addr := env["DBUS_SESSION_BUS_ADDRESS"]
+	if addr == "" {
+		if d := env["XDG_RUNTIME_DIR"]; d != "" {
+			return []string{filepath.Join(d, "bus")}
+		}
+		return nil
+	}
+	var out []string
+	for _, entry := range strings.Split(addr, ";") {
+		kv, ok := strings.CutPrefix(entry, "unix:")
+		if !ok {
+			continue
+		}
+		for _, pair := range strings.Split(kv, ",") {
+			if v, ok := strings.CutPrefix(pair, "path="); ok {
+				if p, err := url.PathUnescape(v); err == nil {
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // credential adds the declared credential to the argv and the environment

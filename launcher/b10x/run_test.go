@@ -3,6 +3,8 @@ package b10x_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/b10xstandin"
 	"github.com/metaharness/metaharness/launcher"
@@ -21,8 +24,16 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
+// TestMain lets the test binary be the stand-in (started as b10x-harness)
+// and the confined child's init (internal-init), as metaharness is.
 func TestMain(m *testing.M) {
 	b10xstandin.MainIfInvoked()
+	if len(os.Args) > 1 && os.Args[1] == "internal-init" {
+		if len(os.Args) > 2 && os.Args[2] == "--nested-probe" {
+			os.Exit(0)
+		}
+		os.Exit(confine.Main())
+	}
 	os.Exit(m.Run())
 }
 
@@ -70,6 +81,8 @@ func (o *outcome) warnings() map[string]string {
 type world struct {
 	home string
 	env  map[string]string
+	self string // the init of a confined child: this test binary
+	seen string // where the stand-in writes what it saw
 }
 
 func newWorld(t *testing.T, script b10xstandin.Config) *world {
@@ -79,14 +92,41 @@ func newWorld(t *testing.T, script b10xstandin.Config) *world {
 	if _, err := b10xstandin.Install(filepath.Join(home, ".local", "bin"), b); err != nil {
 		t.Fatal(err)
 	}
-	return &world{home: home, env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/run/agent.sock"}}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{home: home, self: self, seen: filepath.Join(home, ".local", "bin", "b10x-harness.seen.json"),
+		env: map[string]string{"HOME": home, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "SSH_AUTH_SOCK": "/run/agent.sock"}}
+}
+
+// confinedWorld is a caller whose run is confined: the loop sees its
+// workspace (ws, the run's --cwd, declared a scratch copy) and not the
+// stand-in's directory, so the script is ws/script.json, named by the task.
+func confinedWorld(t *testing.T, script b10xstandin.Config) (*world, *launcher.Spec) {
+	t.Helper()
+	w := newWorld(t, b10xstandin.Config{})
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(script)
+	if err := os.WriteFile(filepath.Join(ws, "script.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.seen = filepath.Join(ws, "script.seen.json")
+	s := spec()
+	s.Unconfined, s.Cwd, s.ScratchCwd, s.Prompt = false, ws, true, "script.json"
+	return w, s
 }
 
 // spec is the smallest b10x run: observed, no credential, a model and an
-// endpoint the loop is never made to dial.
+// endpoint the loop is never made to dial. These runs are --unconfined, so
+// the stand-in finds its script beside its program; confinedWorld's runs
+// are not.
 func spec() *launcher.Spec {
 	return &launcher.Spec{Kind: "b10x", Prompt: "observe this run", Hermetic: "off", Decisions: "observe",
-		Credentials: "none", Model: "b10x-emulated", ModelEndpoint: "https://example.invalid", Output: "events"}
+		Credentials: "none", Model: "b10x-emulated", ModelEndpoint: "https://example.invalid", Output: "events", Unconfined: true}
 }
 
 // watched is a run's stdout that says when a line holding a marker was
@@ -119,7 +159,7 @@ func (w *world) runWatched(t *testing.T, s *launcher.Spec, stdin io.Reader, out 
 	var errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code, err := launcher.Run(ctx, s, b10x.Kind{}, launcher.IO{Stdin: stdin, Stdout: out, Stderr: &errb, Env: w.env, Self: "/nonexistent/metaharness"})
+	code, err := launcher.Run(ctx, s, b10x.Kind{}, launcher.IO{Stdin: stdin, Stdout: out, Stderr: &errb, Env: w.env, Self: w.self})
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	o := &outcome{code: code, err: err, raw: out.buf.String(), stderr: errb.String()}
@@ -133,7 +173,7 @@ func (w *world) runWatched(t *testing.T, s *launcher.Spec, stdin io.Reader, out 
 		}
 		o.lines = append(o.lines, ev)
 	}
-	if b, rerr := os.ReadFile(filepath.Join(w.home, ".local", "bin", "b10x-harness.seen.json")); rerr == nil {
+	if b, rerr := os.ReadFile(w.seen); rerr == nil {
 		_ = json.Unmarshal(b, &o.seen)
 	}
 	return o
@@ -336,4 +376,34 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestAConfinedLoopReadsWhatTheLaunchNames: the caller's HOME is hidden
+// from the confined loop, yet the files the launch names there reach it: a
+// --subscription-token-file under ~/.codex (a credential directory the
+// confinement otherwise covers) and a --hooks file.
+func TestAConfinedLoopReadsWhatTheLaunchNames(t *testing.T) {
+	w, s := confinedWorld(t, b10xstandin.Config{})
+	token := filepath.Join(w.home, ".codex", "auth.json")
+	hooks := filepath.Join(w.home, "hooks.json")
+	for p, b := range map[string]string{token: "oauth-token-not-a-real-one\n", hooks: `{"version":1,"hooks":[]}`} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.B10x.SubscriptionTokenFile, s.B10x.Hooks = token, hooks
+	o := w.run(t, s, nil)
+	if o.code != exit.OK || o.err != nil {
+		t.Fatalf("exit %d, %v\n%s\n%s", o.code, o.err, o.raw, o.stderr)
+	}
+	if _, ok := o.warnings()["CONFINEMENT_UNAVAILABLE"]; ok {
+		t.Fatalf("the run was not confined: %v", o.warnings())
+	}
+	sum := sha256.Sum256([]byte("oauth-token-not-a-real-one"))
+	if o.seen.Credential != "oauth:file" || o.seen.CredentialSHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("the loop read its token as %q (sha256 %s), want oauth:file with the file's bytes", o.seen.Credential, o.seen.CredentialSHA256)
+	}
 }

@@ -21,13 +21,13 @@ import (
 // The key stored in the test's Secret Service; never a real one.
 const storedKey = "sk-from-the-keyring-not-a-real-key"
 
-// secretSpec is a run whose loop reads its key from the OS secret store and
-// sends it to a scripted model, under --hermetic strict.
-func secretSpec(endpoint string) *launcher.Spec {
-	s := spec()
+// secretRun is a confined run whose loop reads its key from the OS secret
+// store and sends it to a scripted model, under --hermetic strict.
+func secretRun(t *testing.T, script b10xstandin.Config, endpoint string) (*world, *launcher.Spec) {
+	w, s := confinedWorld(t, script)
 	s.Credentials, s.ModelEndpoint, s.Hermetic = "api-key", endpoint, "strict"
 	s.B10x.APIKeySecret = "openai"
-	return s
+	return w, s
 }
 
 // TestAPIKeySecretThroughARealSecretService: --api-key-secret against a
@@ -44,16 +44,16 @@ func TestAPIKeySecretThroughARealSecretService(t *testing.T) {
 	model := scripted.NewOpenAIServer(scripted.Texts("done"), scripted.RequireKey(storedKey))
 	defer model.Close()
 
-	w := newWorld(t, b10xstandin.Config{CallModel: true, ReportCwd: true})
+	w, s := secretRun(t, b10xstandin.Config{CallModel: true, ReportCwd: true}, model.URL())
 	for k, v := range bus.Env() {
 		w.env[k] = v
 	}
 	w.env["OPENAI_API_KEY"] = "sk-the-callers-other-key"
-	o := w.run(t, secretSpec(model.URL()), nil)
+	o := w.run(t, s, nil)
 	if o.code != exit.OK || o.err != nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", o.code, o.err, o.raw, o.stderr)
 	}
-	t.Logf("the Secret Service opened under the hermetic floor: the loop, given only %v, read the item (%s) and the model saw it; --hermetic strict passed",
+	t.Logf("the Secret Service opened under the hermetic floor: the confined loop, given only %v and the bus socket bound into its mount view, read the item (%s) and the model saw it; --hermetic strict passed",
 		sortedKeys(o.seen.Env), o.seen.SecretLookup)
 
 	if keys := sortedKeys(o.seen.Env); !slices.Equal(keys, []string{"DBUS_SESSION_BUS_ADDRESS", "PATH", "XDG_CONFIG_HOME", "XDG_RUNTIME_DIR"}) {
@@ -79,6 +79,9 @@ func TestAPIKeySecretThroughARealSecretService(t *testing.T) {
 		}
 	}
 	st := o.find(t, "session.started").(*record.SessionStarted)
+	if _, ok := o.warnings()["CONFINEMENT_UNAVAILABLE"]; ok || !strings.Contains(rowHow(st.Hermetic, "h6"), "enforced in the child's mount view") {
+		t.Errorf("the run was not confined: %v, h6 %q", o.warnings(), rowHow(st.Hermetic, "h6"))
+	}
 	if deref(st.CredentialSource) != "api-key:secret-store" || !slices.ContainsFunc(st.Hermetic.AmbientInputs, func(s string) bool { return strings.HasPrefix(s, "the session bus") }) {
 		t.Errorf("session.started: credential %q, ambient %q", deref(st.CredentialSource), st.Hermetic.AmbientInputs)
 	}
@@ -112,11 +115,11 @@ func TestAPIKeySecretRefusalsNameWhatIsMissing(t *testing.T) {
 		{"no bus", b10x.RefuseAPIKeySecretUnavailable, "with neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR (the caller has neither)", func() map[string]string { return nil }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWorld(t, b10xstandin.Config{CallModel: true})
+			w, s := secretRun(t, b10xstandin.Config{CallModel: true}, model.URL())
 			for k, v := range c.bus() {
 				w.env[k] = v
 			}
-			o := w.run(t, secretSpec(model.URL()), nil)
+			o := w.run(t, s, nil)
 			var r *exit.Refusal
 			if o.code != exit.Refused || !errors.As(o.err, &r) || r.Name != c.refusal || !strings.Contains(r.Message, c.says) {
 				t.Fatalf("exit %d, %v; want %s saying %q", o.code, o.err, c.refusal, c.says)
@@ -153,4 +156,13 @@ func TestDoctorAsksTheSecretStoreTheLoopWouldReach(t *testing.T) {
 			}
 		})
 	}
+}
+
+func rowHow(a *record.Attestation, row string) string {
+	for _, r := range a.Imposed {
+		if r.Row == row {
+			return r.How
+		}
+	}
+	return ""
 }
