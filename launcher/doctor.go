@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 )
 
@@ -51,12 +52,14 @@ func (c Check) String() string { return string(c.Verdict) + " " + c.Name + ": " 
 // binary on the child's PATH, its version against the pin, whether the
 // kind's run is built and the launch's flags (when the kind can probe
 // them), the kind's own checks of the caller's environment (EnvChecker), a
-// loopback bind; getenv reads the caller's environment. It prints one Check
+// loopback bind, whether the child can be confined here (self is this
+// binary, whose init the probe starts); getenv reads the caller's
+// environment. It prints one Check
 // per line. Exit 0: no check
 // failed; 1: one did (a launch now would not be clean, or would be
 // refused); 2: doctor itself could not work (no scratch directory).
-func Doctor(ctx context.Context, k Kind, getenv func(string) string, out io.Writer) (exit.Code, error) {
-	checks, err := doctorChecks(ctx, k, getenv)
+func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string, out io.Writer) (exit.Code, error) {
+	checks, err := doctorChecks(ctx, k, getenv, self)
 	if err != nil {
 		return exit.Refused, err
 	}
@@ -72,7 +75,7 @@ func Doctor(ctx context.Context, k Kind, getenv func(string) string, out io.Writ
 	return code, err
 }
 
-func doctorChecks(ctx context.Context, k Kind, getenv func(string) string) ([]Check, error) {
+func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self string) ([]Check, error) {
 	callerHome := getenv("HOME")
 	d := k.Descriptor()
 	pins := strings.Join(d.Capabilities.VersionsPinned, ", ")
@@ -107,7 +110,19 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string) ([]Ch
 		add(OK, "loopback", "the proxy can bind %s", ln.Addr())
 		_ = ln.Close()
 	}
-	return checks, nil
+	return append(checks, confinementCheck(d, self)), nil
+}
+
+// confinementCheck tries the confinement a run of d would make, or says
+// that d's child is not confined by metaharness.
+func confinementCheck(d *Descriptor, self string) Check {
+	if !d.Confined {
+		return Check{Warn, "confinement", fmt.Sprintf("not checked: metaharness does not confine the %s child (its own confinement is the kind's)", d.Name)}
+	}
+	if err := confine.Probe(self); err != nil {
+		return Check{Fail, "confinement", fmt.Sprintf("unavailable here: %v; a run would go on unconfined and attest H4, H6 and H12 as gaps, so --hermetic strict would fail", err)}
+	}
+	return Check{OK, "confinement", "the child can be confined here: user, PID, mount and network namespaces, metaharness's own init, a fresh /proc and /dev, a listener inside the network namespace and a nested user namespace were all made"}
 }
 
 // binaryChecks asks the binary found: its version against the pin, and, for

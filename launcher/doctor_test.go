@@ -46,7 +46,7 @@ func TestDoctorLinesAreChecks(t *testing.T) {
 				}
 			}
 			var out bytes.Buffer
-			code, err := Doctor(context.Background(), unbuilt{}, func(k string) string { return map[string]string{"HOME": home}[k] }, &out)
+			code, err := Doctor(context.Background(), unbuilt{}, func(k string) string { return map[string]string{"HOME": home}[k] }, "", &out)
 			if err != nil || code != exit.Gap {
 				t.Fatalf("Doctor = %d, %v; want exit 1 and no error", code, err)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
@@ -14,5 +15,9 @@ type doctorCmd struct {
 
 func (c *doctorCmd) run(e *env) (exit.Code, error) {
 	k, _ := kinds.Lookup(c.Kind) // the enum admits only the table's kinds
-	return launcher.Doctor(context.Background(), k, e.getenv, e.stdout)
+	self, err := selfPath()
+	if err != nil {
+		return exit.Refused, fmt.Errorf("finding the metaharness executable whose init the confinement probe starts: %w", err)
+	}
+	return launcher.Doctor(context.Background(), k, e.getenv, self, e.stdout)
 }
