@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -87,7 +89,7 @@ func waitGone(marker string) []string {
 // behind outlives the run; the audit is ok, and its rows say how each of the
 // three controls was enforced.
 func TestRunClaudeConfinementProbe(t *testing.T) {
-	for _, source := range []string{"env", "file"} {
+	for _, source := range []string{"env", "file", "fd"} {
 		t.Run(source, func(t *testing.T) {
 			token := randomToken("sk-ant-test-REAL-")
 			o := newOperator(t, token)
@@ -97,6 +99,11 @@ func TestRunClaudeConfinementProbe(t *testing.T) {
 				// Inside the child's own working tree, the one place it may
 				// read and write: only covering the path hides it.
 				args = []string{"--token-file", o.write("token", token+"\n")}
+			}
+			if source == "fd" {
+				o.env = withoutVar(o.env, "MH_TEST_TOKEN")
+				o.extra = []*os.File{tokenPipe(t, token)}
+				args = []string{"--token-fd", "3"}
 			}
 			canary := randomToken("PAGE-CANARY-")
 			sleeper := fmt.Sprintf("4242.%d", time.Now().UnixNano()%1000000)
@@ -167,6 +174,130 @@ func TestRunClaudeConfinementProbe(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// tokenPipe is a pipe's read end with token written into it and its write
+// end closed, as an embedder hands it over.
+func tokenPipe(t *testing.T, token string) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString(token + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// TestRunClaudeKilledGroup: SIGKILL to metaharness's whole process group
+// while the real Claude Code runs a Bash call that left a nohup process
+// behind leaves no process at all: not the vendor, not its init, not what
+// it started (the init dies with metaharness, and its PID namespace with
+// it). On an unconfined run the vendor, in a process group of its own,
+// and the nohup process both survive.
+func TestRunClaudeKilledGroup(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	o.group = true
+	sleeper := fmt.Sprintf("4243.%d", time.Now().UnixNano()%1000000)
+	task := randomToken("KILLED-GROUP-TASK-")
+	started := make(chan struct{})
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: mustJSON(t, map[string]string{"command": "nohup sh -c 'exec sleep " + sleeper + "' > /dev/null 2>&1 & sleep 60"})}},
+		{Text: "never reached"},
+	}})
+	defer up.Close()
+	defer func() {
+		for _, marker := range []string{"sleep " + sleeper, task} {
+			for _, p := range lingering(marker) {
+				var pid int
+				if _, err := fmt.Sscan(p, &pid); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+	}()
+	var inits []int
+	go func() {
+		deadline := time.Now().Add(2 * time.Minute)
+		for len(lingering("sleep "+sleeper)) == 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		close(started)
+	}()
+	res := o.runWatched(func(pid int) {
+		go func() {
+			<-started
+			procs, _ := vendortest.Tree(pid)
+			for _, p := range procs {
+				if len(p.Cmdline) > 1 && p.Cmdline[1] == "internal-init" {
+					inits = append(inits, p.PID)
+				}
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}()
+	}, nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "observe", "-p", task)
+	if res.code != -1 {
+		t.Errorf("metaharness ended with %d, want killed", res.code)
+	}
+	if len(inits) != 1 {
+		t.Errorf("found %d init processes below metaharness before the kill, want 1", len(inits))
+	}
+	for _, marker := range []string{"sleep " + sleeper, task} {
+		if left := waitGone(marker); len(left) > 0 {
+			t.Errorf("left running after SIGKILL of metaharness's group: %v", left)
+		}
+	}
+	for _, pid := range inits {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
+			t.Errorf("the init %d is still running: %q", pid, b)
+		}
+	}
+}
+
+// TestRunClaudeConfinementUnavailable: where no user namespace can be made
+// (metaharness started with an unmapped uid in a user namespace of its
+// own), the real Claude Code still runs, unconfined, and the run does not
+// pretend: CONFINEMENT_UNAVAILABLE, H4, H6 and H12 gaps naming why, and
+// --hermetic strict exits 1.
+func TestRunClaudeConfinementUnavailable(t *testing.T) {
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		t.Skip("no unshare(1)")
+	}
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	o.wrap = []string{unshare, "--user"}
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{{Text: "DONE"}}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--cwd", o.tree, "--scratch-cwd", "--hermetic", "strict", "-p", "go")
+	if res.code != 1 {
+		t.Errorf("exit %d, want 1 (strict, with the confinement rows gaps)", res.code)
+	}
+	if len(up.Requests()) == 0 {
+		t.Error("the vendor never reached the model: the run did not go on unconfined")
+	}
+	var warned bool
+	for _, ev := range res.find("warning") {
+		warned = warned || ev.(*record.Warning).Code == "CONFINEMENT_UNAVAILABLE"
+	}
+	if !warned {
+		t.Error("no CONFINEMENT_UNAVAILABLE warning")
+	}
+	rows := attestationRows(t, res)
+	for _, row := range []string{"h4", "h6", "h12"} {
+		if !strings.HasPrefix(rows[row], "unavailable: confinement is unavailable here (cloning the child's namespaces") {
+			t.Errorf("%s: %q", row, rows[row])
+		}
+	}
+	if !bytes.Contains(res.stderr, []byte("audit verdict: gap (exit 1)")) {
+		t.Error("the audit did not say gap")
 	}
 }
 

@@ -32,6 +32,12 @@ type operator struct {
 	home string
 	tree string
 	env  []string
+	// How runWatched starts metaharness: under wrap (a command prefix such
+	// as unshare --user), with extra descriptors from 3 on, in a process
+	// group of its own.
+	wrap  []string
+	extra []*os.File
+	group bool
 }
 
 func newOperator(t *testing.T, token string) *operator {
@@ -141,8 +147,13 @@ func (o *operator) runWatched(started func(pid int), answer func(ev *record.Even
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"run", o.kind}, args...)...)
+	argv := append(append(slices.Clone(o.wrap), bin, "run", o.kind), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = o.env
+	cmd.ExtraFiles = o.extra
+	if o.group {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	in, _ := cmd.StdinPipe()
