@@ -204,5 +204,8 @@ func EnvRow(env map[string]string, copied []string) string {
 		}
 		return strings.Join(l, ", ")
 	}
+	if len(copied) == 0 {
+		return "the environment is constructed: set by metaharness: " + none(set) + "; nothing of the caller's is inherited"
+	}
 	return "the environment is constructed: copied from the caller's (of " + strings.Join(copied, ", ") + "): " + none(from) + "; set by metaharness: " + none(set) + "; nothing else inherited"
 }

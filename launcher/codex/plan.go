@@ -208,7 +208,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
 	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
-	att := attestation(spec, w, cwd, codexHome, credHow, native)
+	att := attestation(spec, w, cwd, codexHome, credHow, native, env)
 	launcher.AttestConfinement(&att, conf, spec, w)
 	return &launcher.Plan{
 		Program:     w.Binary,
@@ -345,13 +345,13 @@ func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox
 	return t.String()
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool) record.Attestation {
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool, env map[string]string) record.Attestation {
 	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
 	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
 	imposed(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
 	imposed(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
 	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H2, Why: "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)"})
-	imposed(attest.H3, "the environment is constructed: PATH, HOME, CODEX_HOME and TMPDIR set by metaharness"+credentialVars(spec)+"; nothing of the caller's is inherited")
+	imposed(attest.H3, launcher.EnvRow(env, nil))
 	imposed(attest.H4, credHow)
 	if native {
 		imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
@@ -386,17 +386,6 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 		return attest.RowOrder(a.Unavailable[i].Row) < attest.RowOrder(a.Unavailable[j].Row)
 	})
 	return a
-}
-
-// credentialVars names the credential and proxy variables the plan adds.
-func credentialVars(spec *launcher.Spec) string {
-	switch spec.Credentials {
-	case launcher.CredentialsLoopback:
-		return "; " + KeyEnv + " (the placeholder), the egress gate's proxy variables and NO_PROXY for loopback"
-	case launcher.CredentialsAPIKey:
-		return "; OPENAI_API_KEY, declared by --credentials api-key"
-	}
-	return ""
 }
 
 // grantH7 states a write grant in the H7 row, in whichever state
