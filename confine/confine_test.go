@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/metaharness/metaharness/conformance/vendortest"
 )
 
 // TestMain lets the test binary be the init (internal-init) and the
@@ -338,7 +340,7 @@ func TestLifetime(t *testing.T) {
 	if ex.Code == nil || *ex.Code != 3 {
 		t.Errorf("exit %+v, want code 3", ex)
 	}
-	if left := waitGone(marker); len(left) > 0 {
+	if left := vendortest.WaitGone("sleep " + marker); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 	_, ex = run(t, testSpec(self), Command{Program: "/bin/sh", Args: []string{"sh", "-c", "kill -9 $$"}, Dir: "/"})
@@ -405,15 +407,15 @@ func TestDiesWithMetaharness(t *testing.T) {
 		t.Fatalf("the parent said %q", l)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(lingering(marker)) == 0 && time.Now().Before(deadline) {
+	for len(vendortest.Lingering("sleep "+marker)) == 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(lingering(marker)) == 0 {
+	if len(vendortest.Lingering("sleep "+marker)) == 0 {
 		t.Fatal("the sleeper never ran")
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if left := waitGone(marker); len(left) > 0 {
+	if left := vendortest.WaitGone("sleep " + marker); len(left) > 0 {
 		t.Errorf("left behind after SIGKILL of the parent: %v", left)
 	}
 }
@@ -485,28 +487,5 @@ func TestForgetEnv(t *testing.T) {
 	}
 	if err != nil || bytes.Contains(env, []byte(secret)) || !bytes.Contains(env, []byte("BEFORE=1\x00MH_FORGET=")) || !bytes.Contains(env, []byte("AFTER=2")) {
 		t.Errorf("from outside, the environment block reads %q (%v)", env, err)
-	}
-}
-
-func lingering(marker string) []string {
-	var out []string
-	es, _ := os.ReadDir("/proc")
-	for _, e := range es {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if cmd := strings.ReplaceAll(string(b), "\x00", " "); err == nil && strings.Contains(cmd, marker) && !strings.Contains(cmd, "helper parent") {
-			out = append(out, e.Name()+": "+cmd)
-		}
-	}
-	return out
-}
-
-func waitGone(marker string) []string {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := lingering(marker)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

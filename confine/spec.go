@@ -3,7 +3,6 @@ package confine
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
 )
 
 // Namespace names, as a Spec lists them.
@@ -82,13 +81,6 @@ func (s *Spec) Check() error {
 		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", s.Listen)
 	}
 	return nil
-}
-
-// Describe says in words what s imposes, for the attestation.
-func (s *Spec) Describe() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "namespaces %s made by metaharness, its own init (%s internal-init) as PID 1, which ends with the vendor and dies with metaharness", strings.Join(s.Namespaces, ", "), filepath.Base(s.Init))
-	return b.String()
 }
 
 // Command is what the init starts inside the namespaces.

@@ -1,12 +1,12 @@
 package launcher
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/loopbackhost"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 )
 
@@ -105,26 +105,17 @@ func DefaultSurface(s *Spec) mcpserve.Options {
 }
 
 func checkCredentials(s *Spec, rules Rules) error {
-	loopback := s.Credentials == CredentialsLoopback
+	viaProxy := s.Credentials == CredentialsLoopback
 	if why, ok := rules.Credentials[s.Credentials]; ok {
 		return exit.Refuse(RefuseCredentialsUnsupported, "--credentials %s %s", s.Credentials, why)
 	}
-	var sources []string
-	if s.TokenEnv != "" {
-		sources = append(sources, "--token-env "+s.TokenEnv)
-	}
-	if s.TokenFile != "" {
-		sources = append(sources, "--token-file "+s.TokenFile)
-	}
-	if s.TokenFD != nil {
-		sources = append(sources, fmt.Sprintf("--token-fd %d", *s.TokenFD))
-	}
+	sources := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD}.Given()
 	switch {
 	case len(sources) > 1:
 		return exit.Refuse(RefuseTokenSourceConflict, "%s: more than one source of the real token; keep one (--token-fd is the safest: nothing of it stays on disk or in an environment)", strings.Join(sources, " and "))
-	case !loopback && len(sources) > 0:
+	case !viaProxy && len(sources) > 0:
 		return exit.Refuse(RefuseTokenSourceWithoutLoopback, "%s names the token the loopback proxy attaches, and --credentials is %s; use --credentials loopback or drop it", sources[0], s.Credentials)
-	case !loopback && len(s.AllowEgress) > 0:
+	case !viaProxy && len(s.AllowEgress) > 0:
 		return exit.Refuse(RefuseAllowEgressNeedsLoopback, "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
 	}
 	if s.ModelEndpoint != "" {

@@ -34,16 +34,7 @@ type tokens struct {
 }
 
 func newTokens(src TokenSource, lookup func(string) (string, bool)) (*tokens, error) {
-	var given []string
-	if src.Env != "" {
-		given = append(given, "--token-env "+src.Env)
-	}
-	if src.File != "" {
-		given = append(given, "--token-file "+src.File)
-	}
-	if src.FD != nil {
-		given = append(given, fmt.Sprintf("--token-fd %d", *src.FD))
-	}
+	given := src.Given()
 	switch {
 	case len(given) > 1:
 		return nil, exit.Refuse(RefuseTokenSourceAmbiguous, "%s were given; name one source of the token", strings.Join(given, " and "))
@@ -102,6 +93,22 @@ func (t *tokens) read() (string, error) {
 		return "", exit.Refuse(RefuseTokenUnreadable, "--token-file %s holds more than one line; it should hold the token only", t.src.File)
 	}
 	return v, nil
+}
+
+// Given spells the sources src names as their flags (--token-env NAME,
+// --token-file PATH, --token-fd N), in that order.
+func (src TokenSource) Given() []string {
+	var given []string
+	if src.Env != "" {
+		given = append(given, "--token-env "+src.Env)
+	}
+	if src.File != "" {
+		given = append(given, "--token-file "+src.File)
+	}
+	if src.FD != nil {
+		given = append(given, fmt.Sprintf("--token-fd %d", *src.FD))
+	}
+	return given
 }
 
 // fdWait bounds how long --token-fd waits for its token (a variable for

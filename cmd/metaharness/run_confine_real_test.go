@@ -52,36 +52,6 @@ func pageServer(t *testing.T, canary string) string {
 	return "http://" + ln.Addr().String() + "/"
 }
 
-// lingering lists the processes whose cmdline contains marker, this test's
-// own excepted.
-func lingering(marker string) []string {
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name() == fmt.Sprint(os.Getpid()) {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if cmd := strings.ReplaceAll(string(bytes.TrimRight(b, "\x00")), "\x00", " "); err == nil && strings.Contains(cmd, marker) {
-			out = append(out, e.Name()+": "+cmd)
-		}
-	}
-	return out
-}
-
-// waitGone waits up to 5 s for every process holding marker to end, and
-// returns those left.
-func waitGone(marker string) []string {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := lingering(marker)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // TestRunClaudeConfinementProbe is the attacker's probe (see probe), made by
 // the real Claude Code through its native Bash tool with every call allowed,
 // under both token sources: the probe runs, and neither the token nor the
@@ -117,7 +87,7 @@ func TestRunClaudeConfinementProbe(t *testing.T) {
 				"--decisions", "observe", "--cwd", o.tree, "--scratch-cwd", "--audit", "--hermetic", "strict",
 				"--retain-dir", retain, "-p", "probe")...)
 			defer func() {
-				for _, p := range lingering("sleep " + sleeper) {
+				for _, p := range vendortest.Lingering("sleep " + sleeper) {
 					var pid int
 					if _, err := fmt.Sscan(p, &pid); err == nil {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -152,7 +122,7 @@ func TestRunClaudeConfinementProbe(t *testing.T) {
 					}
 				}
 			}
-			if left := waitGone("sleep " + sleeper); len(left) > 0 {
+			if left := vendortest.WaitGone("sleep " + sleeper); len(left) > 0 {
 				t.Errorf("the probe's nohup process outlived the run: %v", left)
 			}
 			if res.code != 0 || !bytes.Contains(res.stderr, []byte("audit verdict: ok (exit 0)")) {
@@ -213,7 +183,7 @@ func TestRunClaudeKilledGroup(t *testing.T) {
 	defer up.Close()
 	defer func() {
 		for _, marker := range []string{"sleep " + sleeper, task} {
-			for _, p := range lingering(marker) {
+			for _, p := range vendortest.Lingering(marker) {
 				var pid int
 				if _, err := fmt.Sscan(p, &pid); err == nil {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -224,7 +194,7 @@ func TestRunClaudeKilledGroup(t *testing.T) {
 	var inits []int
 	go func() {
 		deadline := time.Now().Add(2 * time.Minute)
-		for len(lingering("sleep "+sleeper)) == 0 && time.Now().Before(deadline) {
+		for len(vendortest.Lingering("sleep "+sleeper)) == 0 && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
 		close(started)
@@ -249,7 +219,7 @@ func TestRunClaudeKilledGroup(t *testing.T) {
 		t.Errorf("found %d init processes below metaharness before the kill, want 1", len(inits))
 	}
 	for _, marker := range []string{"sleep " + sleeper, task} {
-		if left := waitGone(marker); len(left) > 0 {
+		if left := vendortest.WaitGone(marker); len(left) > 0 {
 			t.Errorf("left running after SIGKILL of metaharness's group: %v", left)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Unavailable skips t, or fails it when real clients are required, with
@@ -340,4 +341,37 @@ func ReadCodexExec(stdout []byte) CodexOutcome {
 		}
 	}
 	return out
+}
+
+// Lingering lists the processes, other than this one, whose command line
+// (arguments joined by spaces) contains marker, as "PID: CMDLINE". A test
+// gives what it starts a marker (a sleep of 4242.123456 seconds, a unique
+// task) and looks for it after the run: pids inside a child's own PID
+// namespace mean nothing out here, command lines do.
+func Lingering(marker string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name() == strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if cmd := strings.ReplaceAll(string(bytes.TrimRight(b, "\x00")), "\x00", " "); err == nil && strings.Contains(cmd, marker) {
+			out = append(out, e.Name()+": "+cmd)
+		}
+	}
+	return out
+}
+
+// WaitGone waits up to 5 s for every process Lingering finds to end, and
+// returns those left.
+func WaitGone(marker string) []string {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := Lingering(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
