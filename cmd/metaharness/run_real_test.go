@@ -492,10 +492,14 @@ func askAndStop(t *testing.T, s stoppable, stop func(mh, vendor int)) (*runResul
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The first match in Tree's breadth-first order is the vendor
+		// itself: a child it has forked but not yet exec'd carries the
+		// same command line, and killing that one would stop nothing.
 		vendor := 0
 		for _, p := range procs {
 			if s.vendor(p) {
 				vendor = p.PID
+				break
 			}
 		}
 		if vendor == 0 {
