@@ -266,6 +266,7 @@ type c3Step struct {
 	Input     json.RawMessage `json:"input"`
 	Seam      string          `json:"seam"`
 	Record    bool            `json:"record"`
+	NoReplace bool            `json:"no_replace"`
 	Turn      uint32          `json:"turn"`
 	Stop      *string         `json:"stop_reason"`
 }
@@ -312,7 +313,7 @@ func (p *player) step(raw json.RawMessage) error {
 	}
 	switch *s.Emit {
 	case "tool.requested":
-		c := frame.Call{CallID: s.CallID, Name: s.Name, Input: s.Input, Seam: s.Seam, At: s.At}
+		c := frame.Call{CallID: s.CallID, Name: s.Name, Input: s.Input, Seam: s.Seam, At: s.At, NoReplace: s.NoReplace}
 		if s.Seam == record.SeamNone || s.Record {
 			p.engine.Observe(c)
 		} else {

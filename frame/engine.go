@@ -92,6 +92,10 @@ type Call struct {
 	Input  json.RawMessage
 	Seam   string
 	At     *string // the vendor's timestamp, when the seam has one
+	// NoReplace says the seam can only run the call as asked or not at
+	// all (a codex approval takes no other input), so a replace for it is
+	// refused instead of being counted as a replacement that never ran.
+	NoReplace bool
 }
 
 // Answer delivers a decision to whoever presented the call: it writes the
@@ -136,6 +140,7 @@ const (
 
 type callState struct {
 	id, name, seam, digest string
+	noReplace              bool
 	phase                  phase
 	order                  uint64
 	armedAt                time.Time
@@ -255,7 +260,7 @@ func (e *Engine) Request(c Call, answer Answer) {
 		return
 	}
 	e.delivered++
-	cs := &callState{id: c.CallID, name: c.Name, seam: c.Seam, digest: digest, order: e.delivered,
+	cs := &callState{id: c.CallID, name: c.Name, seam: c.Seam, digest: digest, noReplace: c.NoReplace, order: e.delivered,
 		answers: []Answer{answer}, armedAt: e.cfg.Clock.Now()}
 	e.calls[c.CallID] = cs
 	if e.ended != "" {

@@ -310,25 +310,20 @@ func (s *session) toolCall(ctx context.Context, m *message) {
 // which claims nothing codex could act on) is decline, so the turn goes on
 // and the model is told, and a call the embedder's halt abandoned is cancel,
 // which ends the turn. A replacement cannot be honoured here (codex takes
-// no other input in an approval), so it is declined and said so.
+// no other input in an approval), so the call is presented as NoReplace and
+// the engine refuses a replace for it.
 func (s *session) approve(id json.RawMessage, callID, name string, input json.RawMessage) {
-	s.run.Engine().Request(frame.Call{CallID: callID, Name: name, Input: input, Seam: record.SeamControlRequest}, func(d record.Decision) {
+	s.run.Engine().Request(frame.Call{CallID: callID, Name: name, Input: input, Seam: record.SeamControlRequest, NoReplace: true}, func(d record.Decision) {
 		answer := "decline"
 		switch {
 		case d.Decision == record.Allow:
 			answer = "accept"
 		case d.Decision == record.Deny && strings.HasPrefix(d.Reason, frame.Halted):
 			answer = "cancel"
-		case d.Decision == record.Replace:
-			s.run.Emit("", &record.Warning{Code: WarnReplaceDeclined, Message: fmt.Sprintf("call %s (%s) was decided replace, and a codex approval takes no other input, so metaharness declined it and nothing ran", callID, name)})
 		}
 		_ = s.conn.reply(id, map[string]string{"decision": answer})
 	})
 }
-
-// WarnReplaceDeclined: a replace decision on a codex approval, which has no
-// way to take another input, was answered decline.
-const WarnReplaceDeclined = "REPLACE_DECLINED"
 
 // Control applies interrupt, halt, steer and message.inject to the live
 // session. It runs with the engine's lock held, so it never waits on the
