@@ -39,6 +39,10 @@ type Document struct {
 	// Loopback is the loopback proxy's record of the run; null when the run
 	// had no proxy.
 	Loopback *Loopback `json:"loopback" jsonschema:"nullable"`
+	// UpstreamQuota is the loopback request whose answer said the account
+	// is out of quota or rate-limited (its record, quota set): the run was
+	// stopped there and exits 4. Null when no answer was.
+	UpstreamQuota *loopback.Record `json:"upstream_quota" jsonschema:"nullable"`
 	// StreamFailures names each destination of the event stream that
 	// stopped taking it (stdout, the --events file), the line it stopped at
 	// and why; empty when every one held. A failure makes the run exit 2.

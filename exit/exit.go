@@ -24,6 +24,12 @@ const (
 	// Unknown: nobody found out (a gating row is unk, the auditor said 3, or
 	// the child died with no terminal record). Not a softer Gap.
 	Unknown Code = 3
+	// Quota: the model API would not serve the account (a 429, a
+	// rate_limit_error, an insufficient_quota) and the run was stopped at
+	// its first such answer. Not a verdict about the controls, and not
+	// metaharness failing its job: the same session may succeed after a
+	// cooldown, or on another account.
+	Quota Code = 4
 )
 
 // Name is a refusal's code, spelled as the seed spells it

@@ -22,6 +22,10 @@ import (
 // returns well within the four seconds an embedder is promised.
 const KillGrace = 1500 * time.Millisecond
 
+// stderrDrain bounds how long Wait copies the child's stderr after the
+// child has exited, should something it started still hold the pipe.
+const stderrDrain = time.Second
+
 // Child is a spawned vendor process: under a confinement (Plan.Confinement)
 // its init, PID 1 of the child's namespaces, whose end ends every process in
 // them; unconfined, the leader of its own process group. Either way,
@@ -36,7 +40,7 @@ type Child struct {
 // Spawn starts plan's program with exactly plan's environment, in plan's
 // directory (inside plan.Confinement when there is one), stdin from
 // /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
-// returned reader and stderr to stderr.
+// returned reader and stderr copied to stderr.
 func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 	c := &Child{done: make(chan struct{})}
 	if plan.Confinement != nil {
@@ -54,7 +58,12 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 		c.cmd.Dir = plan.Dir
 		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	c.cmd.Stderr = stderr
+	// Through a pipe, never as our own file: when metaharness runs under a
+	// fleet's PTY, a child handed the terminal would sit in a background
+	// process group (stopped by the first terminal call it makes), and a
+	// vendor that sees a terminal may colour its output or prompt.
+	c.cmd.Stderr = struct{ io.Writer }{stderr}
+	c.cmd.WaitDelay = stderrDrain
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err

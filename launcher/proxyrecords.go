@@ -22,6 +22,9 @@ const (
 	// WarnLoopbackUpstreamFailed: the upstream could not be reached (the
 	// child was answered 502), broke off mid-answer, or answered 5xx.
 	WarnLoopbackUpstreamFailed = "LOOPBACK_UPSTREAM_FAILED"
+	// WarnLoopbackUpstreamQuota: the upstream answered that the account is
+	// out of quota or rate-limited (loopback.Quota); the run stops on it.
+	WarnLoopbackUpstreamQuota = "LOOPBACK_UPSTREAM_QUOTA"
 )
 
 // proxyRecordEvent is the event a proxy record becomes in the stream. It
@@ -49,6 +52,8 @@ func proxyRecordEvent(rec loopback.Record) *record.Warning {
 		return &record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)}
 	case rec.Refused != "":
 		return &record.Warning{Code: WarnLoopbackRefused, Message: fmt.Sprintf("%s: refused (%s); %s; nothing was forwarded", what, rec.Refused, detail)}
+	case rec.Quota != nil:
+		return &record.Warning{Code: WarnLoopbackUpstreamQuota, Message: fmt.Sprintf("%s: the upstream answered %s; %s", what, rec.Quota.Phrase(), detail)}
 	case upstreamFailed(rec):
 		return &record.Warning{Code: WarnLoopbackUpstreamFailed, Message: what + ": " + detail}
 	}

@@ -395,9 +395,16 @@ func (r *run) startProxy(w *World) error {
 		// The child is gone when the proxy closes; a short grace keeps a
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
-		// Each request goes into the stream as it ends, in the order they end.
-		OnRecord: func(rec loopback.Record) { r.emit(nil, proxyRecordEvent(rec)) },
-		Logger:   r.io.Log.Named("loopback"),
+		// Each request goes into the stream as it ends, in the order they
+		// end. The first quota answer stops the run: the vendor would sit
+		// through minutes of retries, and a fleet wants the account back.
+		OnRecord: func(rec loopback.Record) {
+			r.emit(nil, proxyRecordEvent(rec))
+			if rec.Quota != nil {
+				r.stop(&quotaStop{rec: rec})
+			}
+		},
+		Logger: r.io.Log.Named("loopback"),
 		LookupEnv: func(k string) (string, bool) {
 			v, ok := r.io.Env[k]
 			return v, ok
@@ -699,13 +706,18 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 			failed = true
 		}
 	}
+	var quota *quotaStop
+	errors.As(context.Cause(ctx), &quota)
 	var result *attest.AuditorResult
 	var auditErr error
 	if r.auditor != nil {
-		if stopped := context.Cause(ctx); stopped != nil {
+		switch stopped := context.Cause(ctx); {
+		case quota != nil:
+			// The upstream served no session to audit; exit 4 says why.
+		case stopped != nil:
 			// A stopped run has no time left for an auditor.
 			auditErr = exit.Refuse(attest.RefuseAuditorInterrupted, "the run was stopped (%v) before the auditor ran, so there is no audit verdict", stopped)
-		} else {
+		default:
 			result, auditErr = r.auditor.Run(ctx, transcriptPath, r.io.Stderr)
 		}
 	}
@@ -720,6 +732,10 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 			doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
 		}
 		doc.StreamFailures = r.events.Failures()
+		if quota != nil {
+			doc.UpstreamQuota = &quota.rec
+			doc.ExitCode = int(exit.Quota)
+		}
 		if auditErr != nil || failed {
 			doc.ExitCode = int(exit.Refused)
 		}
@@ -731,10 +747,38 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 		return exit.Refused, auditErr
 	}
 	code, err := ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
+	if quota != nil {
+		r.sayQuota(quota)
+		if err == nil && !failed {
+			code = exit.Quota
+		}
+	}
 	if failed && err == nil {
 		return exit.Refused, nil // named on stderr when the sink failed
 	}
 	return code, err
+}
+
+// quotaStop is the cause of a run stopped by the upstream's first quota
+// answer (loopback.Quota).
+type quotaStop struct{ rec loopback.Record }
+
+func (q *quotaStop) Error() string {
+	return fmt.Sprintf("the model API answered %s %s with %s", q.rec.Method, q.rec.Path, q.rec.Quota.Phrase())
+}
+
+// sayQuota prints the one line a fleet's usage-limit rule is meant to
+// match: on stdout under --output final, where it is then the only line,
+// else on stderr, for stdout carries the event stream (whose
+// LOOPBACK_UPSTREAM_QUOTA warning says the same).
+func (r *run) sayQuota(q *quotaStop) {
+	line := fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", q, exit.Quota)
+	if r.spec.Output == OutputFinal {
+		if _, err := fmt.Fprintln(r.io.Stdout, line); err == nil {
+			return
+		}
+	}
+	fmt.Fprintln(r.io.Stderr, line)
 }
 
 func copyFile(from, to string) error {

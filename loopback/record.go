@@ -77,6 +77,9 @@ type Record struct {
 	// Scrubbed names where the placeholder was taken out of a forwarded
 	// request ("header X-Name", "body"), never what it was.
 	Scrubbed []string `json:"scrubbed,omitempty"`
+	// Quota is set when the upstream's answer said the account will not be
+	// served now (a 429, a rate_limit_error, an insufficient_quota).
+	Quota *Quota `json:"quota,omitempty"`
 }
 
 // Counters sum the records, all of them (the record list itself is bounded).
@@ -96,6 +99,8 @@ type Counters struct {
 	RecordsDropped  uint64 `json:"records_dropped"`
 	UpstreamStatus4 uint64 `json:"upstream_4xx"`
 	UpstreamStatus5 uint64 `json:"upstream_5xx"`
+	// UpstreamQuota counts the answers that were quota errors (Record.Quota).
+	UpstreamQuota uint64 `json:"upstream_quota"`
 }
 
 // maxRecords bounds the records kept; older ones are dropped and counted.
@@ -155,6 +160,9 @@ func (rc *recorder) finish(r *Record) {
 		c.UpstreamErrors++
 	case strings.HasPrefix(r.Error, ErrClientGone):
 		c.ClientGone++
+	}
+	if r.Quota != nil {
+		c.UpstreamQuota++
 	}
 	switch r.UpstreamStatus / 100 {
 	case 4:

@@ -115,14 +115,19 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	if resp.ContentLength < 0 {
 		_ = rc.Flush() // a stream: the client sees the status before the first event
 	}
-	p.stream(r, w, rc, resp.Body, rec)
+	sn := newSniffer(resp)
+	p.stream(r, w, rc, resp.Body, rec, sn)
+	if sn != nil {
+		rec.Quota = sn.quota(resp.StatusCode, resp.Header)
+	}
 	rec.BytesIn = sent.Load()
 }
 
 // stream copies the upstream body to the client, flushing every chunk as it
-// arrives. An upstream that breaks off mid-body aborts the client's
-// connection too, so the client sees a cut stream rather than a clean end.
-func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, body io.Reader, rec *Record) {
+// arrives, and shows each chunk to sn (when not nil) after relaying it. An
+// upstream that breaks off mid-body aborts the client's connection too, so
+// the client sees a cut stream rather than a clean end.
+func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, body io.Reader, rec *Record, sn *sniffer) {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
@@ -133,6 +138,9 @@ func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.Response
 			rec.BytesOut += int64(m)
 			if werr == nil {
 				werr = rc.Flush()
+			}
+			if sn != nil {
+				sn.write(buf[:n])
 			}
 			if werr != nil {
 				rec.Error = ErrClientGone + ": " + werr.Error()

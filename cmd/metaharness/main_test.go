@@ -11,6 +11,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/metaharness/metaharness/conformance/fakevendor"
+	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/internal/b10xstandin"
 )
 
@@ -34,7 +35,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd, "seqfile": seqfile},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd, "seqfile": seqfile, "upstream": upstreamCmd},
 		Setup: func(env *testscript.Env) error {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")
@@ -88,4 +89,26 @@ func seqfile(ts *testscript.TestScript, neg bool, args []string) {
 	_, err = f.WriteString(b.String())
 	ts.Check(err)
 	ts.Check(f.Close())
+}
+
+// upstreamCmd is `upstream anthropic|openai SCRIPT`: a scripted model
+// server (conformance/scripted) answering from the JSON script file for the
+// rest of the script, its root URL in $UPSTREAM.
+func upstreamCmd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: upstream anthropic|openai SCRIPT")
+	}
+	script, err := scripted.LoadScript(ts.MkAbs(args[1]))
+	ts.Check(err)
+	var srv *scripted.Server
+	switch args[0] {
+	case "anthropic":
+		srv = scripted.NewAnthropicServer(script)
+	case "openai":
+		srv = scripted.NewOpenAIServer(script)
+	default:
+		ts.Fatalf("upstream: %q is neither anthropic nor openai", args[0])
+	}
+	ts.Defer(srv.Close)
+	ts.Setenv("UPSTREAM", srv.URL())
 }

@@ -1,0 +1,281 @@
+package loopback
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Quota is an upstream's answer that the account will not be served now:
+// an HTTP 429, or an error whose type or code is one of QuotaTypes, in a
+// plain error answer or as an error event inside a 200 event stream. A
+// fleet acts on it (cools the account down, moves to the next one); a run
+// stops on it instead of sitting through the vendor's own retries.
+type Quota struct {
+	// Status is the HTTP status the answer came with (200 for an error
+	// event inside a stream).
+	Status int `json:"status"`
+	// Type is the vendor's error type or code when it is one of
+	// QuotaTypes; empty when a 429 named none of them.
+	Type string `json:"type,omitempty"`
+	// InStream: the error came as an event of a 200 event stream.
+	InStream bool `json:"in_stream,omitempty"`
+	// RetryAfter is the upstream's Retry-After header when it held a number
+	// of seconds or an HTTP date; empty otherwise.
+	RetryAfter string `json:"retry_after,omitempty"`
+}
+
+// QuotaTypes are the vendors' error types and codes that mean "out of
+// quota or rate-limited": Anthropic's rate_limit_error, OpenAI's
+// insufficient_quota and rate_limit_exceeded, and the usage_limit_reached
+// of a ChatGPT-plan Codex. Nothing else (an overloaded_error, a 5xx) is a
+// quota: those are the vendor's to retry.
+var QuotaTypes = []string{"rate_limit_error", "insufficient_quota", "rate_limit_exceeded", "usage_limit_reached"}
+
+// Phrase renders q as the words a fleet's usage-limit rule matches: the
+// status and the vendor's type, e.g. "429 Too Many Requests
+// (rate_limit_error, retry after 30)". It is the only text of this program
+// that carries such words, and only ever for an answer the upstream gave.
+func (q Quota) Phrase() string {
+	var b strings.Builder
+	if q.InStream {
+		b.WriteString("an error event in its 200 stream")
+	} else {
+		fmt.Fprintf(&b, "%d %s", q.Status, http.StatusText(q.Status))
+	}
+	var notes []string
+	if q.Type != "" {
+		notes = append(notes, q.Type)
+	}
+	if q.RetryAfter != "" {
+		notes = append(notes, "retry after "+q.RetryAfter)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
+	}
+	return b.String()
+}
+
+// maxSniff bounds what is held of an error answer's body, or of one event
+// of a stream, to tell a quota error: vendor error bodies are a few hundred
+// bytes.
+const maxSniff = 16 << 10
+
+// quotaType is the first of QuotaTypes that the JSON error document doc
+// names: error.type, error.code, code, type, or the same under response
+// (the Responses API's response.failed). "" when none.
+func quotaType(doc []byte) string {
+	var v struct {
+		Type     json.RawMessage `json:"type"`
+		Code     json.RawMessage `json:"code"`
+		Error    *errFields      `json:"error"`
+		Response *struct {
+			Error *errFields `json:"error"`
+		} `json:"response"`
+	}
+	if json.Unmarshal(doc, &v) != nil {
+		return ""
+	}
+	fields := []json.RawMessage{v.Type, v.Code}
+	for _, e := range []*errFields{v.Error, responseError(v.Response)} {
+		if e != nil {
+			fields = append(fields, e.Type, e.Code)
+		}
+	}
+	for _, f := range fields {
+		var s string
+		if json.Unmarshal(f, &s) == nil && isQuotaType(s) {
+			return s
+		}
+	}
+	return ""
+}
+
+type errFields struct {
+	Type json.RawMessage `json:"type"`
+	Code json.RawMessage `json:"code"`
+}
+
+func responseError(r *struct {
+	Error *errFields `json:"error"`
+}) *errFields {
+	if r == nil {
+		return nil
+	}
+	return r.Error
+}
+
+func isQuotaType(s string) bool {
+	for _, t := range QuotaTypes {
+		if s == t {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAfter keeps a Retry-After value only in the two shapes HTTP gives
+// it (delta-seconds, an HTTP date), so that nothing else the upstream sent
+// is ever repeated.
+func retryAfter(h http.Header) string {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if n, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return strconv.FormatUint(n, 10)
+	}
+	if _, err := http.ParseTime(v); err == nil {
+		return v
+	}
+	return ""
+}
+
+// sniffer watches a response body as it streams through, for a quota
+// error: the start of an error answer's body, or the error events of an
+// event stream. It holds at most maxSniff bytes and never changes what is
+// relayed.
+type sniffer struct {
+	stream bool   // an event stream: look at its error events
+	body   []byte // an error answer: its first maxSniff bytes
+
+	// The event stream's state: the line being read while it may matter,
+	// the current event's name, and the data of an error event.
+	line  []byte
+	skip  bool
+	event string
+	data  []byte
+	found string
+}
+
+// newSniffer is the sniffer for a response, or nil when the response can
+// carry no quota error (a success that is not an event stream).
+func newSniffer(resp *http.Response) *sniffer {
+	stream := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+	if resp.StatusCode < 400 && !stream {
+		return nil
+	}
+	return &sniffer{stream: stream && resp.StatusCode < 400}
+}
+
+// write looks at one chunk of the body.
+func (s *sniffer) write(b []byte) {
+	if !s.stream {
+		if n := min(len(b), maxSniff-len(s.body)); n > 0 {
+			s.body = append(s.body, b[:n]...)
+		}
+		return
+	}
+	for len(b) > 0 && s.found == "" {
+		i := bytes.IndexByte(b, '\n')
+		part := b
+		if i >= 0 {
+			part = b[:i]
+		}
+		if !s.skip {
+			s.line = append(s.line, part...)
+			if len(s.line) > maxSniff || len(s.line) >= decideAfter && !s.mayMatter(s.line) {
+				s.line, s.skip = s.line[:0], true
+			}
+		}
+		if i < 0 {
+			return
+		}
+		if !s.skip {
+			s.endLine(bytes.TrimSuffix(s.line, []byte("\r")))
+		}
+		s.line, s.skip = s.line[:0], false
+		b = b[i+1:]
+	}
+}
+
+// decideAfter is how much of a line tells whether it may matter:
+// `data: {"type":"response.failed"` fits.
+const decideAfter = 40
+
+// errorEvents are the event names (and data types) an error arrives
+// under: Anthropic's error, the Responses API's error and response.failed.
+var errorEvents = []string{"error", "response.failed"}
+
+// mayMatter reports whether a line, of which at least decideAfter bytes
+// are known, can be part of an error event. Model text sits JSON-escaped
+// inside data lines, so it can never start a line of its own.
+func (s *sniffer) mayMatter(line []byte) bool {
+	if bytes.HasPrefix(line, []byte("event:")) {
+		return true
+	}
+	d, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok {
+		return false
+	}
+	return isErrorEvent(s.event) || errorData(bytes.TrimLeft(d, " "))
+}
+
+func isErrorEvent(name string) bool {
+	for _, e := range errorEvents {
+		if name == e {
+			return true
+		}
+	}
+	return false
+}
+
+// errorData reports whether an event's data starts as an error document
+// does ({"type":"error", {"type":"response.failed"): for a stream that
+// names no events.
+func errorData(d []byte) bool {
+	for _, e := range errorEvents {
+		if bytes.HasPrefix(d, []byte(`{"type":"`+e+`"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+// endLine takes one whole line of the stream (only lines that may matter).
+func (s *sniffer) endLine(line []byte) {
+	switch {
+	case len(line) == 0:
+		s.dispatch()
+	case bytes.HasPrefix(line, []byte("event:")):
+		s.event = string(bytes.TrimSpace(line[len("event:"):]))
+	case bytes.HasPrefix(line, []byte("data:")):
+		d := bytes.TrimLeft(line[len("data:"):], " ")
+		if (isErrorEvent(s.event) || errorData(d)) && len(s.data)+len(d) <= maxSniff {
+			if len(s.data) > 0 {
+				s.data = append(s.data, '\n')
+			}
+			s.data = append(s.data, d...)
+		}
+	}
+}
+
+// dispatch ends one event.
+func (s *sniffer) dispatch() {
+	if len(s.data) > 0 {
+		s.found = quotaType(s.data)
+	}
+	s.event, s.data = "", s.data[:0]
+}
+
+// quota is what the body said, once it has ended: nil when it was not a
+// quota error. status and h are the response's.
+func (s *sniffer) quota(status int, h http.Header) *Quota {
+	if s.stream {
+		if s.found == "" && !s.skip && len(s.line) > 0 {
+			s.endLine(s.line) // a last line with no newline
+		}
+		if s.found == "" {
+			s.dispatch() // a last event with no blank line
+		}
+		if s.found == "" {
+			return nil
+		}
+		return &Quota{Status: status, Type: s.found, InStream: true, RetryAfter: retryAfter(h)}
+	}
+	typ := quotaType(s.body)
+	if typ == "" && status != http.StatusTooManyRequests {
+		return nil
+	}
+	return &Quota{Status: status, Type: typ, RetryAfter: retryAfter(h)}
+}
