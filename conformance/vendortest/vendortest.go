@@ -226,20 +226,51 @@ func Tree(pid int) ([]Proc, error) {
 }
 
 func parentOf(pid int) (int, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, err := statFields(pid)
 	if err != nil {
 		return 0, err
+	}
+	return strconv.Atoi(f[1])
+}
+
+// statFields are the fields of /proc/PID/stat after the command: state,
+// ppid, pgrp, session, …
+func statFields(pid int) ([]string, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
 	}
 	// pid (comm) state ppid …; comm may hold spaces and parentheses.
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
+		return nil, fmt.Errorf("/proc/%d/stat: no command field", pid)
 	}
 	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 2 {
-		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	if len(f) < 4 {
+		return nil, fmt.Errorf("/proc/%d/stat: short", pid)
 	}
-	return strconv.Atoi(f[1])
+	return f, nil
+}
+
+// InSession lists the processes, zombies left out, whose session is sid:
+// everything a session leader started, in whichever process group it put
+// them.
+func InSession(sid int) []Proc {
+	entries, _ := os.ReadDir("/proc")
+	var out []Proc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := statFields(pid)
+		if err != nil || f[0] == "Z" || f[3] != strconv.Itoa(sid) {
+			continue
+		}
+		cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, Proc{PID: pid, Cmdline: split0(cmd)})
+	}
+	return out
 }
 
 func split0(b []byte) []string {
