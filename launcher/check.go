@@ -83,8 +83,8 @@ func CheckSpec(s *Spec, d *Descriptor) error {
 	if s.Unconfined && !d.Confined {
 		return exit.Refuse(RefuseUnconfinedNotApplicable, "--unconfined on %s: metaharness does not confine the %s child (its own confinement is the kind's), so there is nothing to leave out; drop --unconfined", s.Kind, s.Kind)
 	}
-	if s.Output == OutputFinal && s.Events == "" {
-		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE")
+	if s.Output == OutputFinal && s.Events == "" && s.ArtifactsDir == "" {
+		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE (or run where the fleet names $%s)", EnvArtifactsDir)
 	}
 	return nil
 }

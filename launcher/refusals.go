@@ -28,9 +28,12 @@ const (
 	RefuseAttestationFile     exit.Name = "attestation-file"
 	RefuseRetainDir           exit.Name = "retain-dir"
 	RefuseEventsFile          exit.Name = "events-file"
-	RefuseVendorNotFound      exit.Name = "vendor-not-found"
-	RefuseVersionUnknown      exit.Name = "version-unknown"
-	RefuseVersionOffPin       exit.Name = "version-off-pin"
+	// A fleet's per-session places (EnvSummaryFile, EnvArtifactsDir).
+	RefuseSummaryFile    exit.Name = "summary-file"
+	RefuseArtifactsDir   exit.Name = "artifacts-dir"
+	RefuseVendorNotFound exit.Name = "vendor-not-found"
+	RefuseVersionUnknown exit.Name = "version-unknown"
+	RefuseVersionOffPin  exit.Name = "version-off-pin"
 	// A kind's credential variable is not set (--credentials api-key).
 	RefuseAPIKeyMissing exit.Name = "api-key-missing"
 

@@ -68,7 +68,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	defer r.cleanup()
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
-	return code, err
+	return r.summarize(code, err)
 }
 
 // errStdoutClosed stops a run whose stdout reader went away: a closed
@@ -88,8 +88,8 @@ func (r *run) endStream(wasStopped bool) {
 		_ = r.events.Close(record.ReasonError, nil)
 		return
 	}
-	if r.spec.Events != "" {
-		_ = os.Remove(r.spec.Events)
+	for _, f := range r.spec.eventFiles() {
+		_ = os.Remove(f.path)
 	}
 }
 
@@ -112,6 +112,8 @@ type run struct {
 	socket   string // the decision channel
 	proxy    *loopback.Proxy
 	events   *record.Writer
+	runID    string                  // the stream's, once it is open
+	ended    *ended                  // set once the session has been concluded
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	tap      *attest.Tap
 	files    []io.Closer
@@ -204,12 +206,12 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 // writes only at its end: a session must not run to completion and then lose
 // its attestation or transcript to a path that was never usable.
 func checkOutputPaths(s *Spec) error {
-	if p := s.AttestationFile; p != "" {
-		if _, err := os.Lstat(p); err == nil {
-			return exit.Refuse(RefuseAttestationFile, "--attestation %s already exists; name a new file, so that no earlier record is overwritten", p)
-		}
-		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
-			return exit.Refuse(RefuseAttestationFile, "--attestation %s: its directory %s does not exist; create it first", p, filepath.Dir(p))
+	if err := checkSessionOutputs(s); err != nil {
+		return err
+	}
+	if s.AttestationFile != "" {
+		if err := checkNewFile(RefuseAttestationFile, recordFile{"--attestation", s.AttestationFile}); err != nil {
+			return err
 		}
 	}
 	if d := s.RetainDir; d != "" {
@@ -229,24 +231,26 @@ func (r *run) pairing() attest.Pairing {
 }
 
 // openEvents creates the event stream: stdout unless --output final, plus
-// --events FILE, plus the tap the floor reads.
+// --events FILE and the fleet's artifacts directory, plus the tap the floor
+// reads.
 func (r *run) openEvents() error {
 	r.tap = &attest.Tap{}
 	sinks := []record.Sink{{Name: "the attestation's copy", W: r.tap}}
 	if r.spec.Output != OutputFinal {
 		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
-	if r.spec.Events != "" {
-		f, err := os.OpenFile(r.spec.Events, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	for _, ef := range r.spec.eventFiles() {
+		f, err := os.OpenFile(ef.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
-			return exit.Wrap(RefuseEventsFile, err, "--events %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", r.spec.Events)
+			return exit.Wrap(RefuseEventsFile, err, "%s %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", ef.from, ef.path)
 		}
 		r.files = append(r.files, f)
-		sinks = append(sinks, record.Sink{Name: "--events " + r.spec.Events, W: f})
+		sinks = append(sinks, record.Sink{Name: ef.from + " " + ef.path, W: f})
 	}
 	id := make([]byte, 6)
 	_, _ = rand.Read(id)
-	r.events = record.NewStream(r.spec.Kind+"-"+hex.EncodeToString(id), r.sinkFailed, sinks...)
+	r.runID = r.spec.Kind + "-" + hex.EncodeToString(id)
+	r.events = record.NewStream(r.runID, r.sinkFailed, sinks...)
 	return nil
 }
 
@@ -726,22 +730,22 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 		Credentials: string(s.Credentials), PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers, StandInCredential: plan.StandInCredential,
 		Pins: r.caps.VersionsPinned,
 	})
-	if s.AttestationFile != "" {
-		doc := ev.Document(s.Kind, s.AuditOwed(), result, process)
-		if r.proxy != nil {
-			doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
-		}
-		doc.StreamFailures = r.events.Failures()
-		if quota != nil {
-			doc.UpstreamQuota = &quota.rec
-			doc.ExitCode = int(exit.Quota)
-		}
-		if auditErr != nil || failed {
-			doc.ExitCode = int(exit.Refused)
-		}
-		if err := writeJSONFile(s.AttestationFile, doc); err != nil {
-			return exit.Refused, err
-		}
+	doc := ev.Document(s.Kind, s.AuditOwed(), result, process)
+	if r.proxy != nil {
+		doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
+	}
+	doc.StreamFailures = r.events.Failures()
+	if quota != nil {
+		doc.UpstreamQuota = &quota.rec
+		doc.ExitCode = int(exit.Quota)
+	}
+	if auditErr != nil || failed {
+		doc.ExitCode = int(exit.Refused)
+	}
+	r.ended = &ended{doc: doc, terminal: terminal, quota: quota}
+	var err error
+	if r.ended.written, err = s.writeAttestations(doc); err != nil {
+		return exit.Refused, err
 	}
 	if auditErr != nil {
 		return exit.Refused, auditErr
@@ -767,12 +771,16 @@ func (q *quotaStop) Error() string {
 	return fmt.Sprintf("the model API answered %s %s with %s", q.rec.Method, q.rec.Path, q.rec.Quota.Phrase())
 }
 
-// sayQuota prints the one line a fleet's usage-limit rule is meant to
-// match: on stdout under --output final, where it is then the only line,
-// else on stderr, for stdout carries the event stream (whose
-// LOOPBACK_UPSTREAM_QUOTA warning says the same).
+// line is the one line a fleet's usage-limit rule is meant to match.
+func (q *quotaStop) line() string {
+	return fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", q, exit.Quota)
+}
+
+// sayQuota prints q's line: on stdout under --output final, where it is
+// then the only line, else on stderr, for stdout carries the event stream
+// (whose LOOPBACK_UPSTREAM_QUOTA warning says the same).
 func (r *run) sayQuota(q *quotaStop) {
-	line := fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", q, exit.Quota)
+	line := q.line()
 	if r.spec.Output == OutputFinal {
 		if _, err := fmt.Fprintln(r.io.Stdout, line); err == nil {
 			return
@@ -787,15 +795,4 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return newfile.Write(to, b, 0o600)
-}
-
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := newfile.Write(path, append(b, '\n'), 0o600); err != nil {
-		return exit.Wrap(RefuseAttestationFile, err, "--attestation %s cannot be created (it must not exist yet)", path)
-	}
-	return nil
 }

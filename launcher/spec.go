@@ -90,6 +90,11 @@ type Spec struct {
 	Output          Output `json:"output,omitempty"`
 	Events          string `json:"events,omitempty"`
 	AttestationFile string `json:"attestation,omitempty"`
+	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
+	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
+	// the event stream and attestation. Empty when the fleet names none.
+	SummaryFile  string `json:"summary_file,omitempty"`
+	ArtifactsDir string `json:"artifacts_dir,omitempty"`
 
 	PluginDirs []string `json:"plugin_dir,omitempty"`
 	AddDirs    []string `json:"add_dir,omitempty"`

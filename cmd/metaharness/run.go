@@ -189,6 +189,9 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
+	// A fleet's per-session places come from its host daemon, which a
+	// Command's fixed argv cannot name.
+	spec.SummaryFile, spec.ArtifactsDir = e.getenv(launcher.EnvSummaryFile), e.getenv(launcher.EnvArtifactsDir)
 	kind, _ := kinds.Lookup(spec.Kind) // the enum admits only the table's kinds
 	self, err := selfPath()
 	if err != nil {

@@ -26,6 +26,7 @@ func main() {
 		"command.schema.json":       record.CommandSchema,
 		"frame.schema.json":         frame.Schema,
 		"attestation.schema.json":   attest.DocumentSchema,
+		"run-summary.schema.json":   attest.SummarySchema,
 		mcpserve.ContractSchemaFile: mcpserve.ContractSchema,
 	} {
 		b, err := build()
