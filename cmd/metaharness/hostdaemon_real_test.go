@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,12 +20,6 @@ import (
 	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
 )
-
-// quotaPhrase is what Auto Harness's host daemon looks for in a session's
-// output to mark its account usage-limited (services/host-daemon/src/
-// usage-limit.ts), the issue's five phrases among them. metaharness may
-// print it only when the upstream really answered a quota error.
-var quotaPhrase = regexp.MustCompile(`(?i)usage[_ -]?limit|rate[_ -]?limit|quota[_ -]?exceeded|insufficient_quota|you exceeded your current quota|rate limit reached|rate_limit_error|monthly limit|too many requests`)
 
 // daemonSession is one Command run the way Auto Harness's host daemon runs
 // it (pty-runner.ts): the argv with "--" and the prompt appended, in the

@@ -768,6 +768,7 @@ func TestDoctorRealClaude(t *testing.T) {
 			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
 		}
 	}
+	noQuotaPhrase(t, "doctor's answer", string(out))
 }
 
 // TestConformanceLiveRealClaude: `conformance claude --live` drives the
@@ -822,6 +823,7 @@ func TestDoctorRealCodex(t *testing.T) {
 			t.Errorf("doctor's answer lacks %q:\n%s", want, out)
 		}
 	}
+	noQuotaPhrase(t, "doctor's answer", string(out))
 }
 
 // TestRealClaudeCatalogueHookMatcher: the PreToolUse matcher of a
