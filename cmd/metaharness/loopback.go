@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -50,6 +51,7 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	// Signals first: the start line promises that SIGTERM now stops us cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	out := &lineWriter{enc: json.NewEncoder(e.stdout)}
 	p, err := loopback.New(loopback.Config{
 		Upstream:    c.Upstream,
 		Header:      loopback.HeaderStyle(c.UpstreamAuth),
@@ -59,6 +61,14 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 		AllowEgress: c.AllowEgress,
 		RunID:       fmt.Sprintf("standalone-%d", os.Getpid()),
 		Logger:      e.log.Named("loopback"),
+		// A quota answer is news the embedder acts on now (it stops its
+		// agent rather than sit through the vendor's retries, and cools the
+		// account down), so it gets a line of its own as it happens.
+		OnRecord: func(rec loopback.Record) {
+			if rec.Quota != nil {
+				_ = out.encode(map[string]loopback.Record{"upstream_quota": rec})
+			}
+		},
 		LookupEnv: func(k string) (string, bool) {
 			v := e.getenv(k)
 			return v, v != ""
@@ -95,17 +105,30 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 			}
 		}
 	}
-	if err := json.NewEncoder(e.stdout).Encode(started); err != nil {
+	if err := out.encode(started); err != nil {
 		return exit.Refused, fmt.Errorf("writing the start line to stdout: %w", err)
 	}
 
 	<-ctx.Done()
 	closeErr := p.Close()
-	if err := json.NewEncoder(e.stdout).Encode(map[string]loopback.Counters{"counters": p.Counters()}); err != nil {
+	if err := out.encode(map[string]loopback.Counters{"counters": p.Counters()}); err != nil {
 		return exit.Refused, fmt.Errorf("writing the counters to stdout: %w", err)
 	}
 	if closeErr != nil {
 		e.log.Warn("loopback proxy shutdown", zap.Error(closeErr))
 	}
 	return exit.OK, nil
+}
+
+// lineWriter writes whole JSON lines to stdout, one at a time: the quota
+// lines come from the proxy's handlers.
+type lineWriter struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (w *lineWriter) encode(v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.enc.Encode(v)
 }

@@ -84,8 +84,8 @@ func startVerb(t *testing.T, env []string, args ...string) *verbRun {
 	return v
 }
 
-// stop sends SIGTERM and returns the counters line and everything else
-// printed after the start line.
+// stop sends SIGTERM and returns the counters, from the last line, and
+// everything printed after the start line.
 func (v *verbRun) stop() (loopback.Counters, string) {
 	v.t.Helper()
 	if err := v.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -105,7 +105,8 @@ func (v *verbRun) stop() (loopback.Counters, string) {
 	var c struct {
 		Counters *loopback.Counters `json:"counters"`
 	}
-	if err := json.Unmarshal(rest, &c); err != nil || c.Counters == nil {
+	lines := strings.Split(strings.TrimSuffix(string(rest), "\n"), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &c); err != nil || c.Counters == nil {
 		v.t.Fatalf("no counters line after SIGTERM: %v\n%s", err, rest)
 	}
 	return *c.Counters, string(rest)
@@ -177,6 +178,43 @@ func TestLoopbackVerbServesUntilSIGTERM(t *testing.T) {
 		t.Fatalf("debug logging was not on, so the secret scan proves little:\n%s", v.stderr)
 	}
 	v.assertNoSecrets(token, tail)
+	for what, text := range map[string]string{"the start line": v.line, "the counters line": tail, "the proxy's debug log": v.stderr.String()} {
+		noQuotaPhrase(t, what, text)
+	}
+}
+
+// TestLoopbackVerbReportsQuota: an upstream's quota answer is a JSON line
+// of its own as it happens, the record with its quota, before the
+// counters, which count it.
+func TestLoopbackVerbReportsQuota(t *testing.T) {
+	up := scripted.NewAnthropicServer(scripted.Script{FinalError: &scripted.ErrorTurn{Status: 429, Message: "slow down", RetryAfter: "30"}})
+	defer up.Close()
+	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", up.URL(), "--token-env", "MH_TOKEN")
+	req, _ := http.NewRequest("POST", v.started.BaseURL+"/v1/messages", strings.NewReader(`{}`))
+	req.Header.Set("x-api-key", v.started.Placeholder)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	line, err := v.stdout.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		Record *loopback.Record `json:"upstream_quota"`
+	}
+	if err := json.Unmarshal([]byte(line), &q); err != nil || q.Record == nil || q.Record.Quota == nil {
+		t.Fatalf("the line after a 429 is not its quota record (%v): %s", err, line)
+	}
+	want := loopback.Quota{Status: 429, Type: "rate_limit_error", RetryAfter: "30"}
+	if *q.Record.Quota != want || q.Record.Path != "/v1/messages" {
+		t.Errorf("quota record %+v, quota %+v, want %+v", q.Record, q.Record.Quota, want)
+	}
+	if counters, _ := v.stop(); counters.UpstreamQuota != 1 {
+		t.Errorf("counters %+v, want upstream_quota 1", counters)
+	}
 }
 
 // TestLoopbackVerbUnixSocket: with --unix the start line names the socket,
