@@ -65,6 +65,9 @@ type Descriptor struct {
 	// Confined: the kind's plan confines its child (Confinement), so a
 	// run first asks whether the host can (confine.Probe).
 	Confined bool
+	// VersionFromProbe: the kind's record names no vendor version, so
+	// session.started carries what its --version said (H1 reads it).
+	VersionFromProbe bool
 }
 
 // Runner is a kind whose run loop is built. `run NAME` on a kind that is

@@ -79,11 +79,13 @@ var errStdoutClosed = errors.New("stdout was closed by its reader")
 // endStream closes a stream that a refusal or a stop cut short. Once a
 // line was written, or the run was stopped, every path ends with
 // stream.closed, so the record stays complete; a refusal before any line
-// leaves no stream and no --events file at all.
+// leaves no stream and no --events file at all; a warning still owed by
+// a probe run beside the launch counts as a line.
 func (r *run) endStream(wasStopped bool) {
 	if r.events == nil || r.events.Closed() {
 		return
 	}
+	r.events.Settle()
 	if r.events.Lines() > 0 || wasStopped {
 		_ = r.events.Close(record.ReasonError, nil)
 		return
@@ -117,7 +119,8 @@ type run struct {
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	tap      *attest.Tap
 	files    []io.Closer
-	happened []string // what had started, for catalogue-copy-differs
+	happened []string    // what had started, for catalogue-copy-differs
+	version  chan string // the vendor's --version, once read (vendorVersion)
 }
 
 func (r *run) cleanup() {
@@ -308,7 +311,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	if w.Binary, err = LookPath(r.d.Binary, childPath); err != nil {
 		return exit.Refused, VendorNotFound(r.d, err)
 	}
-	if w.Version, err = r.checkVersion(ctx, w.Binary, childPath); err != nil {
+	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return exit.Refused, err
 	}
 
@@ -441,29 +444,107 @@ func (r *run) startProxy(w *World) error {
 	return nil
 }
 
-// checkVersion runs the vendor's --version and returns it ("" when it
-// could not be read): off the pin is a warning, or a refusal under
-// --strict-version.
-func (r *run) checkVersion(ctx context.Context, binary, childPath string) (string, error) {
-	v, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + filepath.Join(r.scratch, "home")})
-	r.happened = append(r.happened, "the vendor binary was run with --version")
-	if err := stopped(ctx, "while "+binary+" --version ran"); err != nil {
-		return "", err
+// checkVersion holds the vendor binary to the pin. A version cached under
+// the binary's identity (versioncache.go) is believed without running it.
+// Otherwise --strict-version runs --version before going on, since the spawn
+// waits on its verdict; without it the probe runs alongside the rest of the
+// launch and the spawn, and its warning, if any, is put before the next line
+// written (record.Writer.Precede), where it would stand had the run waited.
+func (r *run) checkVersion(ctx context.Context, binary, childPath string) error {
+	r.version = make(chan string, 1)
+	cache := openVersionCache(r.io.Env)
+	id, idErr := identify(binary)
+	if idErr == nil {
+		if v, ok := cache.lookup(id); ok {
+			r.version <- v
+			return r.holdToPin(binary, v, nil)
+		}
 	}
-	pins := strings.Join(r.caps.VersionsPinned, ", ")
+	// A HOME of its own: the probe may run beside the child, which must
+	// not find what the probe leaves in the child's HOME.
+	home := filepath.Join(r.scratch, "version-probe")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		return exit.Wrap(RefuseScratchWrite, err, "creating %s", home)
+	}
+	env := []string{"PATH=" + childPath, "HOME=" + home}
+	probe := func() (string, error) {
+		v, err := VersionOf(ctx, binary, env)
+		// Cached only when the binary is as it was before the probe, so
+		// that a binary replaced meanwhile is not filed under its old
+		// identity.
+		if now, nowErr := identify(binary); err == nil && idErr == nil && nowErr == nil && now == id {
+			if err := cache.store(id, v); err != nil {
+				r.io.Log.Debug("the --version cache was not written", zap.Error(err))
+			}
+		}
+		r.version <- v
+		return v, err
+	}
+	if r.spec.StrictVersion {
+		v, err := probe()
+		r.happened = append(r.happened, "the vendor binary was run with --version")
+		if err := stopped(ctx, "while "+binary+" --version ran"); err != nil {
+			return err
+		}
+		return r.holdToPin(binary, v, err)
+	}
+	r.happened = append(r.happened, "the vendor binary's --version was started")
+	type result struct {
+		v   string
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := probe()
+		done <- result{v, err}
+	}()
+	r.events.Precede(func() record.Event {
+		res := <-done
+		if ctx.Err() != nil {
+			return nil // stopped: the version was not read, and the stream says why
+		}
+		return offPin(r.caps.VersionsPinned, binary, res.v, res.err)
+	})
+	return nil
+}
+
+// holdToPin writes the warning for a version off the pin, or refuses it
+// under --strict-version.
+func (r *run) holdToPin(binary, v string, err error) error {
+	warn := offPin(r.caps.VersionsPinned, binary, v, err)
 	switch {
-	case err == nil && slices.Contains(r.caps.VersionsPinned, v):
-		return v, nil
+	case warn == nil:
+		return nil
 	case r.spec.StrictVersion && err != nil:
-		return "", exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, pins)
+		return exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, strings.Join(r.caps.VersionsPinned, ", "))
 	case r.spec.StrictVersion:
-		return "", exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, pins)
+		return exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, strings.Join(r.caps.VersionsPinned, ", "))
 	}
-	msg := fmt.Sprintf("%s is %s, off the pin (%s); the run goes on, and --strict-version would refuse it", binary, v, pins)
+	return r.events.Emit(warn)
+}
+
+// offPin is the VERSION_OFF_PIN warning for a version (or the error that
+// kept it from being read), nil for a pinned one.
+func offPin(pins []string, binary, v string, err error) record.Event {
+	if err == nil && slices.Contains(pins, v) {
+		return nil
+	}
+	msg := fmt.Sprintf("%s is %s, off the pin (%s); the run goes on, and --strict-version would refuse it", binary, v, strings.Join(pins, ", "))
 	if err != nil {
-		msg = fmt.Sprintf("the version of %s could not be read (%v); the pin is %s", binary, err, pins)
+		msg = fmt.Sprintf("the version of %s could not be read (%v); the pin is %s", binary, err, strings.Join(pins, ", "))
 	}
-	return v, r.events.Emit(&record.Warning{Code: "VERSION_OFF_PIN", Message: msg})
+	return &record.Warning{Code: "VERSION_OFF_PIN", Message: msg}
+}
+
+// vendorVersion is what the vendor's --version said ("" when it could not
+// be read), waiting for a probe still running beside the spawn.
+func (r *run) vendorVersion() string {
+	if r.version == nil {
+		return ""
+	}
+	v := <-r.version
+	r.version <- v
+	return v
 }
 
 // writeFiles writes the plan's scratch files with exclusive create.
@@ -625,6 +706,11 @@ func (r *run) emit(at *string, ev record.Event) {
 
 // complete adds metaharness's own facts to the vendor's opening record.
 func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
+	if ev.HarnessVersion == nil && r.d.VersionFromProbe {
+		if v := r.vendorVersion(); v != "" {
+			ev.HarnessVersion = &v
+		}
+	}
 	att := plan.Attestation
 	ev.Hermetic = &att
 	ev.Transcript = &record.TranscriptRef{Path: filepath.Join(r.scratch, "transcript.jsonl")}

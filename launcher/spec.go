@@ -146,9 +146,6 @@ type Plan struct {
 	// MCPServers are the servers the launch gives the child (H5 compares
 	// them with the record).
 	MCPServers []string `json:"mcp_servers"`
-	// Version is the vendor version the launch was planned against
-	// (World.Version), for a kind whose record names none.
-	Version string `json:"version,omitempty"`
 	// StandInCredential is the credential source, as the vendor's record
 	// names it, through which the launch hands the child a fixed word that
 	// is no credential (a vendor that sends nothing without one); "" when

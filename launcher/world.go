@@ -55,9 +55,6 @@ type World struct {
 	// files of their own (b10x).
 	Context      string             `json:"context,omitempty"`
 	ContextFiles []contextfile.File `json:"context_files,omitempty"`
-	// Version is the vendor's --version as read before planning, "" when
-	// it could not be read.
-	Version string `json:"version,omitempty"`
 	// LoopbackURL is the proxy's base URL (http://127.0.0.1:PORT), for a
 	// kind that names it in its own configuration (codex's provider entry).
 	LoopbackURL string `json:"loopback_url,omitempty"`

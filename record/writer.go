@@ -50,6 +50,7 @@ type Writer struct {
 	closed   bool
 	failures []SinkFailure
 	onFail   func(SinkFailure)
+	first    func() Event // Precede's, until the next line
 }
 
 type sink struct {
@@ -88,7 +89,41 @@ func (w *Writer) emit(at *string, ev Event) error {
 	if w.closed {
 		return ErrClosed
 	}
+	w.settleLocked()
 	return w.writeLocked(at, ev)
+}
+
+// Precede puts first before the next line written, whoever writes it
+// (Close included): that write waits for first, and the event first
+// returns, if not nil, is written ahead of it. A fact worked out alongside
+// the run (the vendor's --version, probed beside the spawn) so lands where
+// it would have landed had the run waited for it. first runs with the
+// Writer's lock held and must not write to it.
+func (w *Writer) Precede(first func() Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.first = first
+}
+
+// Settle writes what Precede put before the next line now, without a line
+// after it.
+func (w *Writer) Settle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.settleLocked()
+	}
+}
+
+func (w *Writer) settleLocked() {
+	f := w.first
+	if f == nil {
+		return
+	}
+	w.first = nil
+	if ev := f(); ev != nil {
+		_ = w.writeLocked(nil, ev)
+	}
 }
 
 // Close writes stream.closed with the count of lines before it and the
@@ -100,6 +135,7 @@ func (w *Writer) Close(reason string, process *Process) error {
 	if w.closed {
 		return ErrClosed
 	}
+	w.settleLocked()
 	w.closed = true
 	return w.writeLocked(nil, &StreamClosed{Events: w.seq, Reason: reason, RunID: w.run, Process: process})
 }

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -96,5 +97,38 @@ func TestNoSinkLeft(t *testing.T) {
 	}
 	if w.Lines() != 1 {
 		t.Fatalf("Lines() %d, want 1", w.Lines())
+	}
+}
+
+// What Precede puts first lands before the next line, whoever writes it, and
+// once; nil puts nothing; Close settles it too.
+func TestPrecede(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b, "r1")
+	calls := 0
+	w.Precede(func() Event { calls++; return &Warning{Code: "FIRST", Message: "m"} })
+	if err := w.Emit(&Warning{Code: "SECOND", Message: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Emit(&Warning{Code: "THIRD", Message: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Precede(func() Event { return nil })
+	w.Settle()
+	w.Precede(func() Event { return &Warning{Code: "LAST", Message: "m"} })
+	if err := w.Close(ReasonCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
+		var v struct{ Code, Event string }
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		codes = append(codes, v.Code+v.Event)
+	}
+	want := "FIRSTwarning SECONDwarning THIRDwarning LASTwarning stream.closed"
+	if got := strings.Join(codes, " "); got != want || calls != 1 {
+		t.Fatalf("lines %q (first called %d times), want %q once", got, calls, want)
 	}
 }

@@ -22,7 +22,7 @@ func FuzzReader(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &b10x.Reader{Version: "0.13.3", Model: "m"}
+		r := &b10x.Reader{Model: "m"}
 		ended := 0
 		for _, line := range bytes.Split(data, []byte("\n")) {
 			for _, it := range r.Read(line) {

@@ -95,8 +95,9 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
 		// The loop runs in metaharness's namespaces; a direct provider
 		// dials its model itself, so it gets no network namespace.
-		Confined: true,
-		Memory:   memory,
+		Confined:         true,
+		Memory:           memory,
+		VersionFromProbe: true,
 		Rules: launcher.Rules{
 			PromptOptional: true,
 			LoopFlags:      true,

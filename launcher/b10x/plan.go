@@ -204,7 +204,6 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Files:       files,
 		Attestation: att,
 		MCPServers:  []string{},
-		Version:     w.Version,
 		Confinement: conf,
 	}, nil
 }

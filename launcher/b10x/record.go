@@ -38,12 +38,11 @@ const (
 // every other kind, and every line that is not JSON, is opaque. It reads no
 // clock.
 //
-// Version and Model are the launch's: the version its --version printed
-// (the record names none) and the model it was given, used when the record
-// names none. A replay leaves both empty.
+// Model is the launch's, used when the record names none; a replay leaves
+// it empty. The version, which the record never names, the run adds
+// (Descriptor.VersionFromProbe).
 type Reader struct {
-	Version string
-	Model   string
+	Model string
 
 	line     uint64
 	started  bool
@@ -245,9 +244,6 @@ func (r *Reader) sessionStarted(v *rec) *record.SessionStarted {
 		Model: v.Model, CredentialSource: v.CredentialSource,
 		OfferedTools: v.PublishedTools, AvailableOperations: v.Operations,
 		Skills: nonNil(v.Skills), Agents: nonNil(v.Agents), MCPServers: []record.MCPServer{},
-	}
-	if r.Version != "" {
-		s.HarnessVersion = &r.Version
 	}
 	if s.Model == nil && r.Model != "" {
 		s.Model = &r.Model

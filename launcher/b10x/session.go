@@ -17,7 +17,7 @@ import (
 // Its calls are shown to the engine as observations (tool.requested, no
 // decision); its turns open the engine's turns.
 func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
-	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Version: plan.Version, Model: spec.Model}}
+	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}}
 }
 
 type session struct {
