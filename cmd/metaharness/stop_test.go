@@ -28,7 +28,8 @@ exit 1
 `
 
 // TestStopDuringVersionProbe: SIGTERM, SIGINT or SIGHUP while the vendor's
-// --version probe runs (before any spawn) is honoured at once: the probe's
+// --version probe runs before the spawn (--strict-version, whose verdict
+// the spawn waits on) is honoured at once: the probe's
 // whole process group is killed, the --events stream is closed, the scratch
 // tree removed, and metaharness exits 2 with one line, well inside the 4 s
 // an embedder is promised, not after the probe's 60 s.
@@ -49,7 +50,7 @@ func TestStopDuringVersionProbe(t *testing.T) {
 			}
 			tmp := t.TempDir()
 			events := filepath.Join(home, "events.jsonl")
-			cmd := exec.Command(bin, "run", "claude", "--credentials", "none", "--events", events, "-p", "hi")
+			cmd := exec.Command(bin, "run", "claude", "--credentials", "none", "--strict-version", "--events", events, "-p", "hi")
 			cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -99,6 +100,55 @@ func TestStopDuringVersionProbe(t *testing.T) {
 				t.Errorf("--events holds %+v, want stream.closed alone", l.Event)
 			}
 		})
+	}
+}
+
+// TestStopWhileVersionProbeRunsAlongside: without --strict-version the
+// probe runs beside the child, and a stop then ends both: the probe's whole
+// process group too, inside the 4 s, with the mid-run stop's exit 3.
+func TestStopWhileVersionProbeRunsAlongside(t *testing.T) {
+	bin, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, ".local", "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(strings.Replace(slowProbe, "exit 1\n", "exec sleep 60\n", 1)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	cmd := exec.Command(bin, "run", "claude", "--credentials", "none", "-p", "hi")
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var probe int
+	for deadline := time.Now().Add(30 * time.Second); probe == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("the --version probe never started")
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "probe.pid")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			probe, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
+		}
+	}
+	stoppedAt := time.Now()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if took := time.Since(stoppedAt); took > 4*time.Second {
+		t.Errorf("metaharness took %v to exit after SIGTERM, want within 4s", took)
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 3 {
+		t.Errorf("exit %d, want 3", code)
+	}
+	if !gone(probe) {
+		t.Errorf("the probe's grandchild %d outlived the run", probe)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "mh-*")); len(left) > 0 {
+		t.Errorf("the scratch tree was left: %v", left)
 	}
 }
 
