@@ -118,9 +118,18 @@ func TestRunCodexAskModeNativeTools(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
 		t.Error("the declined command ran")
 	}
-	results := modelSaw(up)
-	if len(results) != 2 || !strings.Contains(results[0], "rejected") || !strings.Contains(results[1], "the release is on Friday") {
-		t.Errorf("tool results the model saw: %q", results)
+	// The declined call's output (codex's "rejected") reaches the model
+	// followed by the deny's reason as a user message, which a decline
+	// alone would not carry; then the allowed command's output.
+	reqs := up.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model was asked %d times, want 3", len(reqs))
+	}
+	if users := reqs[1].UserTexts; !strings.Contains(string(reqs[1].Body), "rejected") || len(users) == 0 || !strings.Contains(users[len(users)-1], "no writes in this step") {
+		t.Errorf("after the declined call the model saw users %q (rejected in the body: %v), want the deny's reason last", users, strings.Contains(string(reqs[1].Body), "rejected"))
+	}
+	if results := reqs[2].ToolResults; len(results) != 1 || !strings.Contains(results[0].Content, "the release is on Friday") {
+		t.Errorf("tool results the model saw after the allowed call: %+v", results)
 	}
 	res.commandsOK(t)
 	if got := res.decisions(); got != "embedder/control_request/deny embedder/control_request/allow" {

@@ -308,10 +308,11 @@ func (s *session) toolCall(ctx context.Context, m *message) {
 // approve presents a native call codex asks approval for, and answers
 // with the decision as it is made: allow is accept, deny (or an abstention,
 // which claims nothing codex could act on) is decline, so the turn goes on
-// and the model is told, and a call the embedder's halt abandoned is cancel,
-// which ends the turn. A replacement cannot be honoured here (codex takes
-// no other input in an approval), so the call is presented as NoReplace and
-// the engine refuses a replace for it.
+// and the model is told (a deny's reason too, see tellDenied), and a call
+// the embedder's halt abandoned is cancel, which ends the turn. A
+// replacement cannot be honoured here (codex takes no other input in an
+// approval), so the call is presented as NoReplace and the engine refuses
+// a replace for it.
 func (s *session) approve(id json.RawMessage, callID, name string, input json.RawMessage) {
 	s.run.Engine().Request(frame.Call{CallID: callID, Name: name, Input: input, Seam: record.SeamControlRequest, NoReplace: true}, func(d record.Decision) {
 		answer := "decline"
@@ -320,9 +321,22 @@ func (s *session) approve(id json.RawMessage, callID, name string, input json.Ra
 			answer = "accept"
 		case d.Decision == record.Deny && strings.HasPrefix(d.Reason, frame.Halted):
 			answer = "cancel"
+		case d.Decision == record.Deny && !strings.HasPrefix(d.Reason, frame.Interrupted):
+			s.tellDenied(callID, name, d.Reason)
 		}
 		_ = s.conn.reply(id, map[string]string{"decision": answer})
 	})
+}
+
+// tellDenied hands a deny's reason to the model, which a decline alone
+// does not: app-server tells it only that the user rejected the call. The
+// reason goes as a steer while the approval is still pending, so codex
+// appends it right after the call's output in the next request.
+func (s *session) tellDenied(callID, name, reason string) {
+	text := fmt.Sprintf("metaharness denied the %s call %s: %s", name, callID, reason)
+	if err := s.steer("the deny's reason", text); err != nil {
+		s.run.Emit("", &record.Warning{Code: WarnVendorError, Message: fmt.Sprintf("call %s was declined, but its reason did not reach the model: %v", callID, err)})
+	}
 }
 
 // Control applies interrupt, halt, steer and message.inject to the live
