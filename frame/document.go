@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/internal/inputfile"
@@ -249,7 +250,7 @@ func normalize(d *Document) {
 	})
 }
 
-var digestPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var digestPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 // requiredKeys are the content keys a document must state; entities may be
 // left out when the step has no choice set.
@@ -289,7 +290,7 @@ func Parse(b []byte) (*Frame, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: \"digest\" must be the sealed SHA-256 (64 lowercase hex digits); seal the frame first (docs/frames.md)", ErrInvalid)
 	}
-	if !digestPattern.MatchString(stated) {
+	if !digestPattern().MatchString(stated) {
 		return nil, fmt.Errorf("%w: \"digest\" %q is not 64 lowercase hex digits", ErrInvalid, stated)
 	}
 	for _, k := range requiredKeys {

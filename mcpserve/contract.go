@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -45,8 +46,8 @@ const (
 )
 
 var (
-	entryNamePattern     = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
-	publishedNamePattern = regexp.MustCompile(publishedNameRules)
+	entryNamePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`) })
+	publishedNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(publishedNameRules) })
 )
 
 // Contract is a checked tool contract: the document as read (what the
@@ -279,7 +280,7 @@ func entryFromTree(raw any) (*Entry, error) {
 	}
 	name, _ := obj.Get("name")
 	e.Name, ok = name.(string)
-	if !ok || !entryNamePattern.MatchString(e.Name) {
+	if !ok || !entryNamePattern().MatchString(e.Name) {
 		return nil, fieldErr("name", "%s does not match [a-z][a-z0-9_.-]*", describeValue(name))
 	}
 	summary, _ := obj.Get("summary")
@@ -292,7 +293,7 @@ func entryFromTree(raw any) (*Entry, error) {
 			return nil, err
 		}
 	}
-	if !publishedNamePattern.MatchString(e.Published()) {
+	if !publishedNamePattern().MatchString(e.Published()) {
 		return nil, fieldErr("name", "its default mcp rendering %q does not match %s; give a shorter name or a renderings.mcp", e.Published(), publishedNameRules)
 	}
 	input, present := obj.Get("input")
@@ -315,7 +316,7 @@ func (e *Entry) setRenderings(r any) error {
 			return fieldErr("renderings."+m.Key, "unknown rendering (this build publishes mcp only)")
 		}
 		name, ok := m.Value.(string)
-		if !ok || !publishedNamePattern.MatchString(name) {
+		if !ok || !publishedNamePattern().MatchString(name) {
 			return fieldErr("renderings.mcp", "%s does not match %s", describeValue(m.Value), publishedNameRules)
 		}
 		e.Rendering = name

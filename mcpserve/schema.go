@@ -55,8 +55,8 @@ func ContractSchema() ([]byte, error) {
 		p, _ := s.Definitions[def].Properties.Get(name)
 		return p
 	}
-	prop("ContractEntry", "name").Pattern = entryNamePattern.String()
-	prop("ContractRendering", "mcp").Pattern = publishedNamePattern.String()
+	prop("ContractEntry", "name").Pattern = entryNamePattern().String()
+	prop("ContractRendering", "mcp").Pattern = publishedNamePattern().String()
 	prop("ContractInput", "additionalProperties").Const = false
 	return record.MarshalSchema(s)
 }

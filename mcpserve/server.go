@@ -92,7 +92,7 @@ func NewServer(opts Options) (*Server, error) {
 		}
 	} else {
 		s.entries = defaultEntries(opts.Writable, opts.AllowPrograms)
-		for _, v := range verbs.Entries {
+		for _, v := range verbs().Entries {
 			s.MCP.AddTool(publish(v.Name, v), s.verbHandler(v))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -48,7 +49,7 @@ func (o *Object) Get(key string) (any, bool) {
 // jsonNumber is the JSON number grammar (RFC 8259 §6). A plain YAML scalar
 // spelled this way is a number even where YAML's own resolution would read
 // a string (1e400), so that a JSON file reads the same through either parser.
-var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+var jsonNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`) })
 
 // treeBuilder turns a yaml.Node document into the tree. It expands aliases
 // itself, with a budget, because an alias is how a small YAML file names a
@@ -188,7 +189,7 @@ func (b *treeBuilder) scalar(n *yaml.Node) (any, error) {
 	if err := b.spend(len(n.Value) + 2); err != nil {
 		return nil, err
 	}
-	if n.Style == 0 && jsonNumber.MatchString(n.Value) { // plain, untagged
+	if n.Style == 0 && jsonNumber().MatchString(n.Value) { // plain, untagged
 		return Number(n.Value), nil
 	}
 	switch tag := n.ShortTag(); tag {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,15 +24,18 @@ const (
 )
 
 // verbs is the contract of the three verbs themselves, so that their
-// arguments go through the same checks as any entry's.
-var verbs = mustContract("the default verbs",
-	entry(verbSearch, "List the tools this server performs behind tool_invoke: name, operation, summary and effects. query keeps those whose name, operation or summary contains it; effect keeps those with that effect (read, write or process).",
-		objectSchema(nil, "query", str("a substring of name, operation or summary"), "effect", obj("type", "string", "enum", []any{"read", "write", "process"}))),
-	entry(verbDescribe, "Describe one tool behind tool_invoke: its operation, summary, effects and input schema.",
-		objectSchema([]any{"name"}, "name", str("the tool's name, as tool_search lists it"))),
-	entry(verbInvoke, "Call one tool behind tool_invoke with its arguments (an object, as tool_describe's input_schema says).",
-		objectSchema([]any{"name", "arguments"}, "name", str("the tool's name, as tool_search lists it"), "arguments", obj("type", "object", "description", "the tool's arguments"))),
-)
+// arguments go through the same checks as any entry's; built on first use,
+// so that no other verb pays for it at start-up.
+var verbs = sync.OnceValue(func() *Contract {
+	return mustContract("the default verbs",
+		entry(verbSearch, "List the tools this server performs behind tool_invoke: name, operation, summary and effects. query keeps those whose name, operation or summary contains it; effect keeps those with that effect (read, write or process).",
+			objectSchema(nil, "query", str("a substring of name, operation or summary"), "effect", obj("type", "string", "enum", []any{"read", "write", "process"}))),
+		entry(verbDescribe, "Describe one tool behind tool_invoke: its operation, summary, effects and input schema.",
+			objectSchema([]any{"name"}, "name", str("the tool's name, as tool_search lists it"))),
+		entry(verbInvoke, "Call one tool behind tool_invoke with its arguments (an object, as tool_describe's input_schema says).",
+			objectSchema([]any{"name", "arguments"}, "name", str("the tool's name, as tool_search lists it"), "arguments", obj("type", "object", "description", "the tool's arguments"))),
+	)
+})
 
 // Verbs are the names the default surface publishes, in order.
 func Verbs() []string { return []string{verbSearch, verbDescribe, verbInvoke} }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"strings"
+	"sync"
 
 	"github.com/metaharness/metaharness/record"
 )
@@ -79,7 +80,7 @@ func RenderHTML(runs ...*Stream) ([]byte, error) {
 		}
 	}
 	var b bytes.Buffer
-	if err := pageTemplate.Execute(&b, p); err != nil {
+	if err := pageTemplate().Execute(&b, p); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
@@ -258,7 +259,12 @@ func deref(s *string) string {
 	return *s
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// pageTemplate is parsed on first use: only project --html needs it.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Parse(pageSource))
+})
+
+const pageSource = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -320,4 +326,4 @@ tr.diverge td{border-top:3px solid #c62828}.mark{color:#c62828;font-weight:bold}
 {{end}}</div>
 </body>
 </html>
-`))
+`

@@ -73,3 +73,33 @@ func TestNoFlagSplitsOnCommas(t *testing.T) {
 		}
 	}
 }
+
+// TestGrammarOfOneVerb: the grammar built for one verb names each verb as
+// kong's model of the whole CLI does, and its help and a usage error read
+// exactly as that model's, so building one verb alone changes nothing a
+// caller sees.
+func TestGrammarOfOneVerb(t *testing.T) {
+	for _, n := range model(t).Children {
+		if _, whole := grammar(&cli{}, []string{n.Name}).(*cli); whole {
+			t.Errorf("verb %s: no grammar of its own", n.Name)
+			continue
+		}
+		for _, args := range [][]string{{n.Name, "--help"}, {n.Name, "--no-such-flag"}} {
+			var whole, one bytes.Buffer
+			p, err := kong.New(&cli{}, options(&whole, &whole)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer func() { _ = recover() }()
+				if _, err := p.Parse(args); err != nil {
+					whole.WriteString(exit.Line(exit.Refuse(exit.RefuseUsage, "%v; see metaharness --help", err)) + "\n")
+				}
+			}()
+			Main(args, strings.NewReader(""), &one, &one, func(string) string { return "" })
+			if one.String() != whole.String() {
+				t.Errorf("%v: one verb's grammar says\n%s\nthe whole CLI's\n%s", args, one.String(), whole.String())
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/metaharness/metaharness/launcher"
@@ -15,7 +16,7 @@ import (
 )
 
 // longFlag is a long option as clap's help lists it.
-var longFlag = regexp.MustCompile(`--[a-z0-9][a-z0-9-]*`)
+var longFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`--[a-z0-9][a-z0-9-]*`) })
 
 // ProbeFlags reads the options `b10x-harness run --help` declares, in the
 // environment a launch would give the loop, and holds to them every flag
@@ -36,7 +37,7 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s run --help: %w", binary, err)
 	}
-	declared := longFlag.FindAllString(string(out), -1)
+	declared := longFlag().FindAllString(string(out), -1)
 	var faults []string
 	for _, f := range emitted {
 		if !slices.Contains(declared, f) {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -38,10 +39,10 @@ var scopes = []string{"allowed", "partial-only", "denied"}
 
 // workspaceName is what the embedded substrate accepts as the workspace's
 // name: ASCII letters, digits, _ and -, not starting with -.
-var workspaceName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`)
+var workspaceName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]*$`) })
 
 // envName is a portable environment variable name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // CheckSpec is the b10x kind's own refusals, pure: what the loop needs that
 // the spec lacks, flags the loop's launch cannot carry, and combinations
@@ -65,7 +66,7 @@ func CheckSpec(s *launcher.Spec) error {
 		return exit.Refuse(RefuseSubscriptionTokenPointerNeedsSource, "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
 	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == "api-key":
 		return exit.Refuse(RefuseSubscriptionTokenWithAPIKey, "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
-	case b.SubscriptionTokenEnv != "" && (!envName.MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
+	case b.SubscriptionTokenEnv != "" && (!envName().MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
 		return exit.Refuse(RefuseSubscriptionTokenEnvInvalid, "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
 	case b.Substrate != "" && b.SubstrateEmbedded:
 		return exit.Refuse(RefuseSubstrateConflict, "--substrate %s and --substrate-embedded name two confinements, and the loop takes one; keep one", b.Substrate)
@@ -82,7 +83,7 @@ func CheckSpec(s *launcher.Spec) error {
 			return exit.Refuse(RefuseWriteScopeInvalid, "--write-scope %q is not GLOB=SCOPE with SCOPE one of %s; for example --write-scope 'src/**=allowed'", ws, strings.Join(scopes, ", "))
 		}
 	}
-	if b.SubstrateEmbedded && s.Cwd != "" && !workspaceName.MatchString(filepath.Base(s.Cwd)) {
+	if b.SubstrateEmbedded && s.Cwd != "" && !workspaceName().MatchString(filepath.Base(s.Cwd)) {
 		return exit.Refuse(RefuseSubstrateWorkspaceName, "--substrate-embedded adopts the workspace by its directory's name, and %s's name %q is not one (ASCII letters, digits, _ and -, not starting with -); rename the directory or run without --cwd", s.Cwd, filepath.Base(s.Cwd))
 	}
 	return nil

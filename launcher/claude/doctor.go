@@ -8,13 +8,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/metaharness/metaharness/launcher"
 )
 
 // unknownOption is how Claude Code's option parser refuses a flag.
-var unknownOption = regexp.MustCompile(`unknown option '([^']+)'`)
+var unknownOption = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown option '([^']+)'`) })
 
 // settingsMissing is what it says once every option parsed and it goes to
 // read --settings: the probe's point of success.
@@ -62,7 +63,7 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 	cmd.Env = append(plan.Env, "ANTHROPIC_BASE_URL=http://127.0.0.1:9")
 	cmd.WaitDelay = 2 * time.Second
 	out, runErr := cmd.CombinedOutput()
-	if m := unknownOption.FindSubmatch(out); m != nil {
+	if m := unknownOption().FindSubmatch(out); m != nil {
 		return checked, []string{fmt.Sprintf("%s does not take %s, which the launch uses", binary, m[1])}, nil
 	}
 	if strings.Contains(string(out), settingsMissing) {
