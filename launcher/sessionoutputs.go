@@ -38,24 +38,23 @@ type recordFile struct{ from, path string }
 
 // eventFiles are the files the event stream is written to.
 func (s *Spec) eventFiles() []recordFile {
-	var out []recordFile
-	if s.Events != "" {
-		out = append(out, recordFile{"--events", s.Events})
-	}
-	if s.ArtifactsDir != "" {
-		out = append(out, recordFile{"$" + EnvArtifactsDir, filepath.Join(s.ArtifactsDir, ArtifactEvents)})
-	}
-	return out
+	return s.recordFiles("--events", s.Events, ArtifactEvents)
 }
 
 // attestationFiles are the files the attestation is written to.
 func (s *Spec) attestationFiles() []recordFile {
+	return s.recordFiles("--attestation", s.AttestationFile, ArtifactAttestation)
+}
+
+// recordFiles are the files one record is written to: the one flag names
+// (path, when given) and its artifact in the fleet's directory.
+func (s *Spec) recordFiles(flag, path, artifact string) []recordFile {
 	var out []recordFile
-	if s.AttestationFile != "" {
-		out = append(out, recordFile{"--attestation", s.AttestationFile})
+	if path != "" {
+		out = append(out, recordFile{flag, path})
 	}
 	if s.ArtifactsDir != "" {
-		out = append(out, recordFile{"$" + EnvArtifactsDir, filepath.Join(s.ArtifactsDir, ArtifactAttestation)})
+		out = append(out, recordFile{"$" + EnvArtifactsDir, filepath.Join(s.ArtifactsDir, artifact)})
 	}
 	return out
 }
