@@ -40,7 +40,7 @@ type Child struct {
 // Spawn starts plan's program with exactly plan's environment, in plan's
 // directory (inside plan.Confinement when there is one), stdin from
 // /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
-// returned reader and stderr copied to stderr.
+// returned reader and stderr copied to stderr, escape sequences left out.
 func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 	c := &Child{done: make(chan struct{})}
 	if plan.Confinement != nil {
@@ -61,8 +61,9 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 	// Through a pipe, never as our own file: when metaharness runs under a
 	// fleet's PTY, a child handed the terminal would sit in a background
 	// process group (stopped by the first terminal call it makes), and a
-	// vendor that sees a terminal may colour its output or prompt.
-	c.cmd.Stderr = struct{ io.Writer }{stderr}
+	// vendor that sees a terminal may colour its output or prompt. Its
+	// colour is taken out even so (plainWriter).
+	c.cmd.Stderr = &plainWriter{w: stderr}
 	c.cmd.WaitDelay = stderrDrain
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
