@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
@@ -165,46 +169,73 @@ func (s *daemonSession) leftOver() []vendortest.Proc {
 }
 
 // fleetHost is a host as Auto Harness leaves it for a session: the
-// daemon's HOME (whose ~/.local/bin holds the pinned Claude Code), a
-// worktree, a TMPDIR, the token in a 0600 file, and the daemon's
-// environment allowlist (child-env.ts) and nothing else.
+// daemon's HOME (whose ~/.local/bin holds the pinned vendor CLI), a
+// worktree, a TMPDIR, the daemon's environment allowlist (child-env.ts),
+// the token as the account's execution profile sets it, and the session
+// outputs the daemon names per attempt, and nothing else.
 type fleetHost struct {
 	*operator
-	tmp       string
-	tokenFile string
-	records   string
-	env       []string
+	tmp     string
+	art     string // $HARNESS_ARTIFACTS_DIR
+	summary string // $HARNESS_OUTPUT_FILE
+	env     []string
 }
 
-func newFleetHost(t *testing.T) *fleetHost {
-	token := randomToken("sk-ant-test-REAL-")
-	h := &fleetHost{operator: newOperator(t, token), tmp: t.TempDir(), records: t.TempDir()}
-	h.tokenFile = filepath.Join(h.home, ".config", "metaharness", "anthropic-token")
-	if err := os.MkdirAll(filepath.Dir(h.tokenFile), 0o700); err != nil {
-		t.Fatal(err)
+func newFleetHost(t *testing.T, kind string) *fleetHost {
+	token := randomToken("sk-test-REAL-")
+	o, tokenVar := newOperator(t, token), "ANTHROPIC_API_KEY"
+	if kind == "codex" {
+		o, tokenVar = newCodexOperator(t, token), "OPENAI_API_KEY"
 	}
-	if err := os.WriteFile(h.tokenFile, []byte(token+"\n"), 0o600); err != nil {
+	outputs := t.TempDir()
+	h := &fleetHost{operator: o, tmp: t.TempDir(), art: filepath.Join(outputs, "artifacts"), summary: filepath.Join(outputs, "output.json")}
+	if err := os.Mkdir(h.art, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	h.env = []string{"HOME=" + h.home, "LANG=C.UTF-8", "LOGNAME=harness", "PATH=" + os.Getenv("PATH"),
-		"SHELL=/bin/sh", "TERM=xterm-256color", "TMPDIR=" + h.tmp, "USER=harness"}
+		"SHELL=/bin/sh", "TERM=xterm-256color", "TMPDIR=" + h.tmp, "USER=harness",
+		tokenVar + "=" + token, "HARNESS_OUTPUT_FILE=" + h.summary, "HARNESS_ARTIFACTS_DIR=" + h.art}
 	return h
 }
 
-// command is the Command's fixed argv on this host, against the upstream.
+// autoHarnessCommand is a Command as Auto Harness registers it.
+type autoHarnessCommand struct {
+	Name                  string   `json:"name"`
+	ProviderID            *string  `json:"providerId"`
+	Argv                  []string `json:"argv"`
+	AppendPrompt          bool     `json:"appendPrompt"`
+	AppendPromptSeparator bool     `json:"appendPromptSeparator"`
+}
+
+// command is the kind's example Command (examples/auto-harness) on this
+// host: its argv as written, but for --model-endpoint, which names the
+// scripted model here instead of the vendor's API.
 func (h *fleetHost) command(upstream string) []string {
-	bin, err := exec.LookPath("metaharness")
+	h.t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "auto-harness", "mh-"+h.kind+".command.json"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return []string{bin, "run", "claude", "--cwd", ".", "--model-endpoint", upstream, "--token-file", h.tokenFile,
-		"--output", "final", "--events", filepath.Join(h.records, "events.jsonl"), "--attestation", filepath.Join(h.records, "attestation.json")}
+	var c autoHarnessCommand
+	if err := json.Unmarshal(b, &c); err != nil {
+		h.t.Fatal(err)
+	}
+	if !c.AppendPrompt || !c.AppendPromptSeparator || c.ProviderID == nil || *c.ProviderID != h.kind || len(c.Argv) == 0 || len(c.Argv) > 64 {
+		h.t.Fatalf("the example Command %+v is not a provider-owned Command that takes the prompt after --", c)
+	}
+	argv := slices.Clone(c.Argv)
+	i := slices.Index(argv, "--model-endpoint")
+	if i < 0 || i+1 >= len(argv) {
+		h.t.Fatalf("the example Command names no --model-endpoint: %v", argv)
+	}
+	argv[i+1] = upstream
+	return argv
 }
 
-// events reads the session's event stream.
+// events reads the session's event stream from the artifacts directory.
 func (h *fleetHost) events() []*record.EventLine {
 	h.t.Helper()
-	f, err := os.Open(filepath.Join(h.records, "events.jsonl"))
+	f, err := os.Open(filepath.Join(h.art, "metaharness-events.jsonl"))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -215,7 +246,7 @@ func (h *fleetHost) events() []*record.EventLine {
 	for sc.Scan() {
 		ev, err := record.ParseEvent(sc.Bytes())
 		if err != nil {
-			h.t.Fatalf("events.jsonl: %v", err)
+			h.t.Fatalf("metaharness-events.jsonl: %v", err)
 		}
 		out = append(out, ev)
 	}
@@ -233,18 +264,49 @@ func (h *fleetHost) checkClosed() {
 	}
 }
 
-// attestation reads the session's attestation document.
+// attestation reads the session's attestation document from the artifacts
+// directory.
 func (h *fleetHost) attestation() map[string]any {
 	h.t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.records, "attestation.json"))
-	if err != nil {
-		h.t.Fatal(err)
-	}
 	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := json.Unmarshal(h.read(filepath.Join(h.art, "metaharness-attestation.json")), &doc); err != nil {
 		h.t.Fatal(err)
 	}
 	return doc
+}
+
+// outcome reads the run summary and checks that it names exit code with
+// its outcome, and that the attestation it names is the one written, by
+// its digest.
+func (h *fleetHost) outcome(code int, outcome string) attest.Summary {
+	h.t.Helper()
+	var sum attest.Summary
+	if err := json.Unmarshal(h.read(h.summary), &sum); err != nil {
+		h.t.Fatal(err)
+	}
+	if sum.ExitCode != code || sum.Outcome != outcome || sum.Kind != h.kind {
+		h.t.Errorf("summary exit_code %d outcome %q kind %q, want %d %q %q", sum.ExitCode, sum.Outcome, sum.Kind, code, outcome, h.kind)
+	}
+	var attested bool
+	for _, f := range sum.Records {
+		if f.What == "attestation" {
+			d := sha256.Sum256(h.read(f.Path))
+			attested = f.Path == filepath.Join(h.art, "metaharness-attestation.json") && f.SHA256 == hex.EncodeToString(d[:])
+		}
+	}
+	if !attested {
+		h.t.Errorf("the summary does not name the attestation by its digest: %+v", sum.Records)
+	}
+	return sum
+}
+
+func (h *fleetHost) read(path string) []byte {
+	h.t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
 }
 
 // noTerminal checks that no process of the session but metaharness holds
@@ -262,44 +324,74 @@ func noTerminal(t *testing.T, sid int) {
 	}
 }
 
-// TestHostDaemonCommand: the Command under the daemon's PTY, with the real
-// Claude Code against the scripted model: the merged output is the final
-// answer and nothing else (no quota phrase, no colour, no prompt: the run
-// finishes without a byte written to its terminal), and the vendor never
-// holds the terminal.
+// modelFor is a scripted model server of the API kind's vendor speaks.
+func modelFor(kind string, s scripted.Script, opts ...scripted.Option) *scripted.Server {
+	if kind == "codex" {
+		return scripted.NewOpenAIServer(s, opts...)
+	}
+	return scripted.NewAnthropicServer(s, opts...)
+}
+
+// vendorLines returns the merged output's last line, which is
+// metaharness's; only codex may have written lines before it, its own
+// stderr (where the host has no bubblewrap on PATH, codex says so), which
+// metaharness passes on without their colour.
+func vendorLines(t *testing.T, kind, out string) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) > 1 {
+		if kind != "codex" {
+			t.Errorf("the merged output holds more than metaharness's one line: %q", out)
+		}
+		t.Logf("the vendor's stderr: %q", lines[:len(lines)-1])
+	}
+	return lines[len(lines)-1]
+}
+
+// TestHostDaemonCommand: the example Command of each kind under the
+// daemon's PTY, with the real vendor CLI against the scripted model: the
+// merged output is the final answer and nothing else (no quota phrase, no
+// colour, no prompt: the run finishes without a byte written to its
+// terminal), the vendor never holds the terminal, and the session outputs
+// hold the stream, the attestation and a summary naming both.
 func TestHostDaemonCommand(t *testing.T) {
-	h := newFleetHost(t)
-	marker := randomToken("PTY-OK-")
-	var sid int
-	var looked sync.Once
-	sidKnown := make(chan struct{})
-	up := scripted.NewAnthropicServer(scripted.Texts(marker), scripted.OnRequest(func(scripted.Request) {
-		<-sidKnown
-		looked.Do(func() { noTerminal(t, sid) })
-	}))
-	defer up.Close()
-	s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "Reply with exactly: "+marker)
-	sid = s.cmd.Process.Pid
-	close(sidKnown)
-	code, out := s.wait()
-	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
-	}
-	if out != marker+"\n" {
-		t.Errorf("the merged output is %q, want only the final answer %q", out, marker+"\n")
-	}
-	if quotaPhrase.MatchString(out) {
-		t.Errorf("a quota phrase in a normal session's output: %q", quotaPhrase.FindString(out))
-	}
-	if strings.Contains(out, "\x1b") {
-		t.Error("an escape sequence (colour, cursor) in the output")
-	}
-	if len(up.Requests()) == 0 {
-		t.Error("the scripted model was never asked")
-	}
-	h.checkClosed()
-	if doc := h.attestation(); doc["exit_code"] != float64(0) {
-		t.Errorf("attestation exit_code %v", doc["exit_code"])
+	for _, kind := range []string{"claude", "codex"} {
+		t.Run(kind, func(t *testing.T) {
+			h := newFleetHost(t, kind)
+			marker := randomToken("PTY-OK-")
+			var sid int
+			var looked sync.Once
+			sidKnown := make(chan struct{})
+			up := modelFor(kind, scripted.Texts(marker), scripted.OnRequest(func(scripted.Request) {
+				<-sidKnown
+				looked.Do(func() { noTerminal(t, sid) })
+			}))
+			defer up.Close()
+			s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "Reply with exactly: "+marker)
+			sid = s.cmd.Process.Pid
+			close(sidKnown)
+			code, out := s.wait()
+			if code != 0 {
+				t.Errorf("exit %d, want 0", code)
+			}
+			if last := vendorLines(t, kind, out); last != marker {
+				t.Errorf("the merged output is %q, want the final answer %q as its last line", out, marker)
+			}
+			noQuotaPhrase(t, "a normal session's output", out)
+			if strings.Contains(out, "\x1b") {
+				t.Error("an escape sequence (colour, cursor) in the output")
+			}
+			if len(up.Requests()) == 0 {
+				t.Error("the scripted model was never asked")
+			}
+			h.checkClosed()
+			if doc := h.attestation(); doc["exit_code"] != float64(0) {
+				t.Errorf("attestation exit_code %v", doc["exit_code"])
+			}
+			if sum := h.outcome(0, "ok"); sum.FinalAnswer == nil || *sum.FinalAnswer != marker || sum.Retry != "none" {
+				t.Errorf("summary final_answer %v retry %q", sum.FinalAnswer, sum.Retry)
+			}
+		})
 	}
 }
 
@@ -320,11 +412,12 @@ func heldUpstream(t *testing.T) (*scripted.Server, <-chan struct{}) {
 // (SIGTERM to the process group, SIGKILL 5 s later) or by the terminal
 // closing (SIGHUP), exits on the signal within 4 s, before any SIGKILL;
 // its events file ends with stream.closed, nothing of the session is left
-// running in any process group, and its scratch tree is gone.
+// running in any process group, its scratch tree is gone, and its summary
+// says exit 3, worth another attempt.
 func TestHostDaemonCancel(t *testing.T) {
 	for _, how := range []string{"SIGTERM", "SIGHUP"} {
 		t.Run(how, func(t *testing.T) {
-			h := newFleetHost(t)
+			h := newFleetHost(t, "claude")
 			up, asked := heldUpstream(t)
 			s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "wait for the model")
 			select {
@@ -349,67 +442,81 @@ func TestHostDaemonCancel(t *testing.T) {
 				t.Errorf("processes of the session outlived it: %+v", left)
 			}
 			h.checkClosed()
+			if sum := h.outcome(3, "unknown"); sum.Retry != "yes" {
+				t.Errorf("summary retry %q, want yes", sum.Retry)
+			}
 		})
 	}
 }
 
-// TestHostDaemonQuota: the upstream answers 429 rate_limit_error to every
-// request. The session ends within 10 s of the first such answer instead
-// of sitting through Claude Code's retries; its output is one line that
-// carries the vendor's phrase (so the daemon's usage-limit rule fires), it
-// exits 4, and the attestation names the request.
+// TestHostDaemonQuota: the upstream answers every request with a quota
+// error (Anthropic's 429 rate_limit_error; OpenAI's 429
+// insufficient_quota). The session ends within 10 s of the first such
+// answer instead of sitting through the vendor's retries; its output is
+// one line that carries the vendor's phrase (so the daemon's usage-limit
+// rule fires), it exits 4, and the stream, the attestation and the
+// summary (retry after a cooldown) name it.
 func TestHostDaemonQuota(t *testing.T) {
-	h := newFleetHost(t)
-	var first time.Time
-	var mu sync.Mutex
-	script := scripted.Script{}
-	for range 12 {
-		script.Turns = append(script.Turns, scripted.Turn{Error: &scripted.ErrorTurn{Status: 429, Message: "Number of request tokens has exceeded your per-minute limit"}})
-	}
-	up := scripted.NewAnthropicServer(script, scripted.OnRequest(func(scripted.Request) {
-		mu.Lock()
-		if first.IsZero() {
-			first = time.Now()
-		}
-		mu.Unlock()
-	}))
-	defer up.Close()
-	s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "do some work")
-	code, out := s.wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if first.IsZero() {
-		t.Fatal("the scripted model was never asked")
-	}
-	if took := s.exitAt.Sub(first); took > 10*time.Second {
-		t.Errorf("the session ended %v after the first 429, want within 10 s", took)
-	}
-	if code != 4 {
-		t.Errorf("exit %d, want 4", code)
-	}
-	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "metaharness: usage-limit: the model API answered POST /v1/messages with 429 Too Many Requests (rate_limit_error);") {
-		t.Errorf("the output is not the one usage-limit line: %q", out)
-	}
-	if !quotaPhrase.MatchString(out) {
-		t.Error("the daemon's usage-limit rule would not fire on the output")
-	}
-	if n := len(up.Requests()); n > 2 {
-		t.Errorf("the upstream was asked %d times: the vendor's retries were sat through", n)
-	}
-	h.checkClosed()
-	doc := h.attestation()
-	q, _ := doc["upstream_quota"].(map[string]any)
-	if doc["exit_code"] != float64(4) || q == nil || q["upstream_status"] != float64(429) {
-		t.Errorf("attestation exit_code %v, upstream_quota %v", doc["exit_code"], doc["upstream_quota"])
-	}
-	var recorded bool
-	for _, ev := range h.events() {
-		if w, ok := ev.Event.(*record.Warning); ok && w.Code == "LOOPBACK_UPSTREAM_QUOTA" {
-			recorded = true
-		}
-	}
-	if !recorded {
-		t.Error("no LOOPBACK_UPSTREAM_QUOTA warning in the stream")
+	for _, tc := range []struct{ kind, typ, path string }{
+		{"claude", "rate_limit_error", "/v1/messages"},
+		{"codex", "insufficient_quota", "/v1/responses"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			h := newFleetHost(t, tc.kind)
+			var first time.Time
+			var mu sync.Mutex
+			up := modelFor(tc.kind, scripted.Script{FinalError: &scripted.ErrorTurn{Status: 429, Type: tc.typ, Message: "You exceeded your current quota"}},
+				scripted.OnRequest(func(scripted.Request) {
+					mu.Lock()
+					if first.IsZero() {
+						first = time.Now()
+					}
+					mu.Unlock()
+				}))
+			defer up.Close()
+			s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "do some work")
+			code, out := s.wait()
+			mu.Lock()
+			defer mu.Unlock()
+			if first.IsZero() {
+				t.Fatal("the scripted model was never asked")
+			}
+			if took := s.exitAt.Sub(first); took > 10*time.Second {
+				t.Errorf("the session ended %v after the first 429, want within 10 s", took)
+			}
+			if code != 4 {
+				t.Errorf("exit %d, want 4", code)
+			}
+			line := vendorLines(t, tc.kind, out)
+			want := "metaharness: usage-limit: the model API answered POST " + tc.path + " with 429 Too Many Requests (" + tc.typ + ");"
+			if !strings.HasPrefix(line, want) || strings.Count(out, "usage-limit") != 1 {
+				t.Errorf("the output does not end with the one usage-limit line %q...: %q", want, out)
+			}
+			if !quotaPhrase.MatchString(out) {
+				t.Error("the daemon's usage-limit rule would not fire on the output")
+			}
+			if n := len(up.Requests()); n > 2 {
+				t.Errorf("the upstream was asked %d times: the vendor's retries were sat through", n)
+			}
+			h.checkClosed()
+			doc := h.attestation()
+			q, _ := doc["upstream_quota"].(map[string]any)
+			if doc["exit_code"] != float64(4) || q == nil || q["upstream_status"] != float64(429) {
+				t.Errorf("attestation exit_code %v, upstream_quota %v", doc["exit_code"], doc["upstream_quota"])
+			}
+			var recorded bool
+			for _, ev := range h.events() {
+				if w, ok := ev.Event.(*record.Warning); ok && w.Code == "LOOPBACK_UPSTREAM_QUOTA" {
+					recorded = true
+				}
+			}
+			if !recorded {
+				t.Error("no LOOPBACK_UPSTREAM_QUOTA warning in the stream")
+			}
+			sum := h.outcome(4, "quota")
+			if sum.Retry != "after_cooldown" || sum.UpstreamQuota == nil || sum.UpstreamQuota.Type != tc.typ || sum.Reason == nil || *sum.Reason != line {
+				t.Errorf("summary retry %q upstream_quota %+v reason %v", sum.Retry, sum.UpstreamQuota, sum.Reason)
+			}
+		})
 	}
 }
