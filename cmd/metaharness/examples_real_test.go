@@ -26,8 +26,8 @@ var examplesDir = filepath.Join("..", "..", "examples")
 // examplesRunBy names, for each file under examples/, the test that runs
 // it, so that make test runs every example and none rots unseen.
 var examplesRunBy = map[string]string{
-	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel, TestHostDaemonQuota/claude",
-	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonQuota/codex",
+	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude",
+	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
 	"ci/governed-session.yml":             "TestExampleCIWorkflow",
 }

@@ -397,10 +397,10 @@ func TestHostDaemonCommand(t *testing.T) {
 
 // heldUpstream is a scripted model whose first answer waits until the test
 // ends: a session busy with its model when it is stopped.
-func heldUpstream(t *testing.T) (*scripted.Server, <-chan struct{}) {
+func heldUpstream(t *testing.T, kind string) (*scripted.Server, <-chan struct{}) {
 	asked, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	up := scripted.NewAnthropicServer(scripted.Texts("never seen"), scripted.OnRequest(func(scripted.Request) {
+	up := modelFor(kind, scripted.Texts("never seen"), scripted.OnRequest(func(scripted.Request) {
 		once.Do(func() { close(asked) })
 		<-release
 	}))
@@ -415,10 +415,11 @@ func heldUpstream(t *testing.T) (*scripted.Server, <-chan struct{}) {
 // running in any process group, its scratch tree is gone, and its summary
 // says exit 3, worth another attempt.
 func TestHostDaemonCancel(t *testing.T) {
-	for _, how := range []string{"SIGTERM", "SIGHUP"} {
-		t.Run(how, func(t *testing.T) {
-			h := newFleetHost(t, "claude")
-			up, asked := heldUpstream(t)
+	for _, tc := range []struct{ kind, how string }{{"claude", "SIGTERM"}, {"claude", "SIGHUP"}, {"codex", "SIGTERM"}, {"codex", "SIGHUP"}} {
+		how := tc.how
+		t.Run(tc.kind+"/"+how, func(t *testing.T) {
+			h := newFleetHost(t, tc.kind)
+			up, asked := heldUpstream(t, tc.kind)
 			s := startDaemonSession(t, h.tree, h.env, h.command(up.URL()), "wait for the model")
 			select {
 			case <-asked:
