@@ -1,0 +1,321 @@
+// Command benchrun measures what a governed run costs against the same work
+// done bare, side by side and interleaved in one run, and prints the ratios:
+//
+//   - start→spawn: from exec of `metaharness run claude` to the vendor
+//     child's own start, less a bare exec of the same stand-in (this program,
+//     reached as ~/.local/bin/claude, records when it starts);
+//   - governed vs bare: `metaharness run claude --credentials loopback` on
+//     conformance/scripted's Anthropic server against the pinned Claude Code
+//     started directly on the same script and prompt, wall time to exit.
+//
+// The real Claude Code runs only inside scripts/loopback-only, with its
+// telemetry, retries and auto-update off. Run it with scripts/bench.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/launcher/claude"
+)
+
+// spawnedFile is where the stand-in writes its start time (Unix ns), in
+// its working directory.
+const spawnedFile = ".benchrun-spawned"
+
+const (
+	tokenEnv = "MH_BENCH_TOKEN"
+	token    = "sk-ant-bench-not-a-real-key"
+	prompt   = "read the notes"
+)
+
+func main() {
+	if filepath.Base(os.Args[0]) == "claude" {
+		standIn()
+		return
+	}
+	mh := flag.String("metaharness", "", "the metaharness binary to measure")
+	spawns := flag.Int("spawns", 30, "interleaved start→spawn pairs")
+	runs := flag.Int("runs", 7, "interleaved governed/bare pairs on the scripted model")
+	flag.Parse()
+	if *mh == "" {
+		fail(errors.New("-metaharness is required: the binary to measure (scripts/bench builds one)"))
+	}
+	root, err := os.MkdirTemp("", "benchrun-")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(root)
+	if err := startToSpawn(*mh, root, *spawns); err != nil {
+		fail(fmt.Errorf("start→spawn: %w", err))
+	}
+	fmt.Println()
+	real, why := realClaude()
+	if real == "" {
+		fmt.Printf("governed vs bare vendor run: not measured: %s\n", why)
+		return
+	}
+	if err := governedVsBare(*mh, real, root, *runs); err != nil {
+		fail(fmt.Errorf("governed vs bare: %w", err))
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchrun:", err)
+	os.Exit(1)
+}
+
+// standIn is the vendor child of the start→spawn measurement: it answers
+// the version probe with the pin, and otherwise records when it started.
+func standIn() {
+	now := time.Now().UnixNano()
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println(claude.Pin + " (Claude Code)")
+		return
+	}
+	if err := os.WriteFile(spawnedFile, []byte(strconv.FormatInt(now, 10)), 0o600); err != nil {
+		fail(err)
+	}
+}
+
+// operator is a caller's world: a HOME whose ~/.local/bin/claude is bin,
+// a working tree, and metaharness's environment.
+type operator struct {
+	home, tree string
+	env        []string
+}
+
+func newOperator(root, name, bin string) (*operator, error) {
+	o := &operator{home: filepath.Join(root, name, "home"), tree: filepath.Join(root, name, "tree")}
+	for _, d := range []string{filepath.Join(o.home, ".local", "bin"), o.tree} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Symlink(bin, filepath.Join(o.home, ".local", "bin", "claude")); err != nil {
+		return nil, err
+	}
+	o.env = []string{"HOME=" + o.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", tokenEnv + "=" + token,
+		"METAHARNESS_CACHE=" + filepath.Join(root, name, "cache")}
+	return o, nil
+}
+
+func (o *operator) governed(mh, endpoint string) *exec.Cmd {
+	cmd := exec.Command(mh, "run", "claude", "--credentials", "loopback", "--model-endpoint", endpoint,
+		"--token-env", tokenEnv, "--decisions", "observe", "--cwd", o.tree, "-p", prompt)
+	cmd.Env = o.env
+	return cmd
+}
+
+// startToSpawn times exec of a governed run to its child's start against a
+// bare exec of the same stand-in to its start, interleaved.
+func startToSpawn(mh, root string, n int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o, err := newOperator(root, "spawn", self)
+	if err != nil {
+		return err
+	}
+	up := scripted.NewAnthropicServer(scripted.Texts("DONE"))
+	defer up.Close()
+	standIn := filepath.Join(o.home, ".local", "bin", "claude")
+	var governed, bare []time.Duration
+	for i := -1; i < n; i++ { // i = -1 warms the version cache and the page cache
+		g, err := untilSpawned(o.governed(mh, up.URL()), o.tree)
+		if err != nil {
+			return fmt.Errorf("governed: %w", err)
+		}
+		b := exec.Command(standIn, "-p", prompt)
+		b.Dir = o.tree
+		d, err := untilSpawned(b, o.tree)
+		if err != nil {
+			return fmt.Errorf("bare: %w", err)
+		}
+		if i >= 0 {
+			governed, bare = append(governed, g), append(bare, d)
+		}
+	}
+	mg, mb := median(governed), median(bare)
+	fmt.Printf("start→spawn: %d interleaved pairs, medians\n", n)
+	fmt.Printf("  exec of metaharness run → the child's start %8.2f ms\n", ms(mg))
+	fmt.Printf("  bare exec of the same stand-in → its start  %8.2f ms\n", ms(mb))
+	fmt.Printf("  start→spawn (the difference)                %8.2f ms   target <= 20 ms: %s\n", ms(mg-mb), met(mg-mb <= 20*time.Millisecond))
+	return nil
+}
+
+// untilSpawned runs cmd to its end and returns the time from just before
+// its exec to the stand-in's own start, as the stand-in wrote it in dir.
+func untilSpawned(cmd *exec.Cmd, dir string) (time.Duration, error) {
+	mark := filepath.Join(dir, spawnedFile)
+	_ = os.Remove(mark)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	b, rerr := os.ReadFile(mark)
+	if rerr != nil {
+		return 0, fmt.Errorf("the stand-in never started (%v; exit %v):\n%s", rerr, err, out)
+	}
+	ns, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return time.Unix(0, ns).Sub(start), nil
+}
+
+// realClaude is the pinned Claude Code, or why it cannot run here.
+func realClaude() (string, string) {
+	tools := os.Getenv("METAHARNESS_NODE_TOOLS")
+	if tools == "" {
+		return "", "METAHARNESS_NODE_TOOLS is unset (scripts/install-node-tools prints it)"
+	}
+	bin := filepath.Join(tools, "node_modules", "@anthropic-ai", "claude-code", "bin", "claude.exe")
+	if _, err := os.Stat(bin); err != nil {
+		return "", err.Error()
+	}
+	if os.Getenv("METAHARNESS_LOOPBACK_ONLY") != "1" {
+		return "", "not inside scripts/loopback-only, and the real Claude Code runs nowhere else"
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "", err.Error()
+	}
+	for _, i := range ifs {
+		if i.Name != "lo" {
+			return "", "interface " + i.Name + " is present: refusing to start Claude Code"
+		}
+	}
+	return bin, ""
+}
+
+// script is one native Read then an answer, so that the governed run
+// decides one call at its hook.
+func script(notes string) scripted.Script {
+	in, _ := json.Marshal(map[string]string{"file_path": notes})
+	return scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Read", Input: in}},
+		{Text: "DONE"},
+	}}
+}
+
+// governedVsBare times, interleaved, a governed run and the same Claude Code
+// started directly (the flags metaharness gives it, less its settings, hook
+// and MCP config; telemetry off as in conformance/vendortest), each from
+// exec to exit against a fresh scripted server, config dir and tree.
+func governedVsBare(mh, bin, root string, n int) error {
+	var governed, bare []time.Duration
+	for i := -1; i < n; i++ { // i = -1 warms the caches
+		for _, gov := range []bool{true, false} {
+			name := fmt.Sprintf("run-%d-%t", i+1, gov)
+			o, err := newOperator(root, name, bin)
+			if err != nil {
+				return err
+			}
+			notes := filepath.Join(o.tree, "notes.md")
+			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+				return err
+			}
+			up := scripted.NewAnthropicServer(script(notes))
+			var cmd *exec.Cmd
+			if gov {
+				cmd = o.governed(mh, up.URL())
+			} else {
+				cmd, err = bareClaude(bin, o, up.URL())
+				if err != nil {
+					return err
+				}
+			}
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			d := time.Since(start)
+			seen := up.Requests()
+			up.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+			}
+			if !sawNotes(seen) {
+				return fmt.Errorf("%s: the model never saw the notes (%d requests)\n%s", strings.Join(cmd.Args, " "), len(seen), out)
+			}
+			if i >= 0 {
+				if gov {
+					governed = append(governed, d)
+				} else {
+					bare = append(bare, d)
+				}
+			}
+			_ = os.RemoveAll(filepath.Join(root, name))
+		}
+	}
+	var ratios []float64
+	for i := range governed {
+		ratios = append(ratios, governed[i].Seconds()/bare[i].Seconds())
+	}
+	r := medianF(ratios)
+	fmt.Printf("governed vs bare Claude Code %s on the scripted model (one Read, then an answer): %d interleaved pairs, medians\n", claude.Pin, n)
+	fmt.Printf("  metaharness run claude --credentials loopback %8.1f ms\n", ms(median(governed)))
+	fmt.Printf("  claude.exe -p directly                        %8.1f ms\n", ms(median(bare)))
+	fmt.Printf("  ratio (median of the pairs' ratios) %.3fx, %+.1f ms   target <= 1.04x: %s\n", r, ms(median(governed)-median(bare)), met(r <= 1.04))
+	return nil
+}
+
+// sawNotes: the Read ran and its result reached the model.
+func sawNotes(reqs []scripted.Request) bool {
+	for _, r := range reqs {
+		for _, tr := range r.ToolResults {
+			if strings.Contains(tr.Content, "Friday") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func bareClaude(bin string, o *operator, endpoint string) (*exec.Cmd, error) {
+	config, tmp := filepath.Join(o.home, ".claude"), filepath.Join(o.home, "tmp")
+	for _, d := range []string{config, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(bin, "-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config",
+		"--setting-sources", "", "--permission-mode", "dontAsk", "--allowedTools", "Read", "--", prompt)
+	cmd.Dir = o.tree
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + o.home, "TMPDIR=" + tmp, "LANG=C.UTF-8", "TERM=dumb",
+		"CLAUDE_CONFIG_DIR=" + config, "CLAUDE_CODE_TMPDIR=" + tmp,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_TELEMETRY=1",
+		"ANTHROPIC_BASE_URL=" + endpoint, "ANTHROPIC_API_KEY=" + token}
+	return cmd, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianF(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "NOT met"
+}
