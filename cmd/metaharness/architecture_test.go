@@ -25,16 +25,7 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	}
 	var built []string
 	root := filepath.Join("..", "..")
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && path != root && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
+	err = ownSources(root, func(path string) error {
 		rel, _ := filepath.Rel(root, filepath.Dir(path))
 		if rel != "." && !slices.Contains(built, rel) {
 			built = append(built, rel)
@@ -49,4 +40,22 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 	if d := cmp.Diff(built, listed); d != "" {
 		t.Errorf("docs/architecture.md and the module's packages disagree (-module +doc):\n%s", d)
 	}
+}
+
+// ownSources calls visit with each Go file of the module's own code below
+// root: no test file, nothing under testdata, node_modules or a dot
+// directory.
+func ownSources(root string, visit func(path string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		return visit(path)
+	})
 }

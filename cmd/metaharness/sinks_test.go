@@ -34,14 +34,7 @@ func TestEventsFileOnAFullDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	dir := filepath.Join(home, ".local", "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(chatty), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	home := homeWithClaude(t, chatty)
 	full := filepath.Join(home, "full")
 	if err := os.Mkdir(full, 0o755); err != nil {
 		t.Fatal(err)

@@ -40,14 +40,7 @@ func TestStopDuringVersionProbe(t *testing.T) {
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
-			home := t.TempDir()
-			dir := filepath.Join(home, ".local", "bin")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(slowProbe), 0o755); err != nil {
-				t.Fatal(err)
-			}
+			home := homeWithClaude(t, slowProbe)
 			tmp := t.TempDir()
 			events := filepath.Join(home, "events.jsonl")
 			cmd := exec.Command(bin, "run", "claude", "--credentials", "none", "--strict-version", "--events", events, "-p", "hi")
@@ -57,7 +50,7 @@ func TestStopDuringVersionProbe(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			pidFile := filepath.Join(dir, "probe.pid")
+			pidFile := filepath.Join(home, ".local", "bin", "probe.pid")
 			var probe int
 			for deadline := time.Now().Add(30 * time.Second); probe == 0; time.Sleep(10 * time.Millisecond) {
 				if time.Now().After(deadline) {
@@ -111,14 +104,7 @@ func TestStopWhileVersionProbeRunsAlongside(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	dir := filepath.Join(home, ".local", "bin")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(strings.Replace(slowProbe, "exit 1\n", "exec sleep 60\n", 1)), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	home := homeWithClaude(t, strings.Replace(slowProbe, "exit 1\n", "exec sleep 60\n", 1))
 	tmp := t.TempDir()
 	cmd := exec.Command(bin, "run", "claude", "--credentials", "none", "-p", "hi")
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "TMPDIR=" + tmp}
@@ -131,7 +117,7 @@ func TestStopWhileVersionProbeRunsAlongside(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatal("the --version probe never started")
 		}
-		if b, err := os.ReadFile(filepath.Join(dir, "probe.pid")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+		if b, err := os.ReadFile(filepath.Join(home, ".local", "bin", "probe.pid")); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			probe, _ = strconv.Atoi(string(bytes.TrimSpace(b)))
 		}
 	}
@@ -166,4 +152,19 @@ func gone(pid int) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// homeWithClaude is a HOME whose ~/.local/bin, first on the child's PATH,
+// holds script as the claude a run finds.
+func homeWithClaude(t *testing.T, script string) string {
+	t.Helper()
+	home := t.TempDir()
+	dir := filepath.Join(home, ".local", "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "claude"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return home
 }
