@@ -24,8 +24,12 @@ func (*Init) Signal(syscall.Signal) error       { return errNotLinux }
 func (*Init) SignalVendor(syscall.Signal) error { return errNotLinux }
 func (*Init) Wait() (*Exit, error)              { return nil, errNotLinux }
 func Probe(string) error                        { return errNotLinux }
+func ThisHost() (Host, error)                   { return Host{}, errNotLinux }
 func Main() int                                 { return 2 }
 func NonDumpable() error                        { return nil }
 func Dumpable() bool                            { return true }
 func CloseOnExec()                              {}
 func ForgetEnv(name string) error               { return os.Unsetenv(name) }
+
+// Host is empty off Linux: there is no answer worth keeping.
+type Host struct{}

@@ -7,6 +7,60 @@ import (
 	"strings"
 )
 
+// Host is what decides Probe's answer for a caller, so that a yes may be
+// kept and believed while all of it stays the same: the boot (the kernel and
+// its configuration), the user namespace the caller runs in and its ids, the
+// sysctls that allow or limit unprivileged namespaces, and the caller's
+// seccomp and no_new_privs state. The init's own binary is the caller's
+// concern (launcher keys the answer on it too).
+type Host struct {
+	BootID  string            `json:"boot_id"`
+	UserNS  string            `json:"user_ns"`
+	UID     int               `json:"uid"`
+	GID     int               `json:"gid"`
+	Sysctls map[string]string `json:"sysctls"`
+	Status  []string          `json:"status"`
+}
+
+// hostSysctls are the knobs that decide whether (and how many) unprivileged
+// namespaces may be made; one that does not exist here is left out.
+var hostSysctls = []string{
+	"kernel/unprivileged_userns_clone",
+	"kernel/apparmor_restrict_unprivileged_userns",
+	"user/max_user_namespaces",
+	"user/max_pid_namespaces",
+	"user/max_mnt_namespaces",
+	"user/max_net_namespaces",
+}
+
+// ThisHost reads Host for the calling process.
+func ThisHost() (Host, error) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return Host{}, err
+	}
+	ns, err := os.Readlink("/proc/self/ns/user")
+	if err != nil {
+		return Host{}, err
+	}
+	h := Host{BootID: strings.TrimSpace(string(boot)), UserNS: ns, UID: os.Geteuid(), GID: os.Getegid(), Sysctls: map[string]string{}}
+	for _, k := range hostSysctls {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			h.Sysctls[k] = strings.TrimSpace(string(b))
+		}
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return Host{}, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "Seccomp:") || strings.HasPrefix(l, "NoNewPrivs:") {
+			h.Status = append(h.Status, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	return h, nil
+}
+
 // Probe answers whether this host can confine a child: it starts init
 // (this binary) as a real confinement would, with a network namespace and
 // a listener, a fresh /tmp, and a nested user namespace for a child that

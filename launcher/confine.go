@@ -209,3 +209,34 @@ func EnvRow(env map[string]string, copied []string) string {
 	}
 	return "the environment is constructed: copied from the caller's (of " + strings.Join(copied, ", ") + "): " + none(from) + "; set by metaharness: " + none(set) + "; nothing else inherited"
 }
+
+// confinable is probe's answer (confine.Probe) for self on this host, taken
+// from the cache when this host and this very binary have said yes before:
+// a probe is a confinement made and torn down, three starts of this binary,
+// before every run's own. Only a yes is kept, under everything that decides
+// it (confine.Host). A host changed in a way the key does not see fails the
+// run's real start, which refuses the run (spawn) instead of running it
+// unconfined: a kept yes never turns a gap into a claim.
+func confinable(self string, env map[string]string, probe func(string) error) error {
+	type key struct {
+		Self binaryID     `json:"self"`
+		Host confine.Host `json:"host"`
+	}
+	cache := openCache(env, "confinement")
+	id, idErr := identify(self)
+	host, hostErr := confine.ThisHost()
+	k := key{id, host}
+	keyed := idErr == nil && hostErr == nil
+	if keyed {
+		if _, ok := cache.lookup(k); ok {
+			return nil
+		}
+	}
+	if err := probe(self); err != nil {
+		return err
+	}
+	if keyed {
+		_ = cache.store(k, "yes") // a cache not written costs the next run a probe, nothing else
+	}
+	return nil
+}

@@ -293,7 +293,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !s.Unconfined {
-		if err := confine.Probe(r.io.Self); err != nil {
+		if err := confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
 			w.Unconfinable = err.Error()
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
 		}
@@ -445,14 +445,14 @@ func (r *run) startProxy(w *World) error {
 }
 
 // checkVersion holds the vendor binary to the pin. A version cached under
-// the binary's identity (versioncache.go) is believed without running it.
+// the binary's identity (versioncache.go's hostCache) is believed without running it.
 // Otherwise --strict-version runs --version before going on, since the spawn
 // waits on its verdict; without it the probe runs alongside the rest of the
 // launch and the spawn, and its warning, if any, is put before the next line
 // written (record.Writer.Precede), where it would stand had the run waited.
 func (r *run) checkVersion(ctx context.Context, binary, childPath string) error {
 	r.version = make(chan string, 1)
-	cache := openVersionCache(r.io.Env)
+	cache := openCache(r.io.Env, "versions")
 	id, idErr := identify(binary)
 	if idErr == nil {
 		if v, ok := cache.lookup(id); ok {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,16 +12,18 @@ import (
 	"syscall"
 )
 
-// The --version probe's cache: what a vendor binary said its version was,
-// kept under the binary's identity in the cache the Node tools use
-// (${METAHARNESS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/metaharness}/versions,
-// never the clone nor a scratch tree), so that a run whose binary has not
-// changed does not start it a second time. A stale entry is never found
-// (its identity is not the binary's), and one that cannot be read is a miss. An
-// entry holds a path, the identity and a version number, nothing secret.
-// The directory is 0700 and each entry 0600, written whole (a temporary file
-// renamed into place), and an entry another user could have written is not
-// believed: --strict-version rests on it.
+// A host's cache: answers that cost a child process to find, kept in the
+// cache the Node tools use (${METAHARNESS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/metaharness},
+// never the clone nor a scratch tree), each under everything that decides
+// it, so that a run need not find them again: what a vendor binary said its
+// version was (under the binary's identity, checkVersion) and that this host
+// can confine a child (under the host's and this binary's, confinable). An
+// entry whose key is not the one asked for is never found, and one that
+// cannot be read is a miss. An entry holds its key and a short answer,
+// nothing secret. A directory is 0700 and each entry 0600, written whole (a
+// temporary file renamed into place), and an entry another user could have
+// written is not believed: --strict-version and the confinement's gap rows
+// rest on it.
 
 // binaryID is a vendor binary's identity: the file its path names,
 // followed through symbolic links. Any rewrite, replacement or touch of the
@@ -48,17 +51,18 @@ func identify(path string) (binaryID, error) {
 		MtimeNS: st.Mtim.Nano(), CtimeNS: st.Ctim.Nano()}, nil
 }
 
-type versionEntry struct {
-	binaryID
-	Version string `json:"version"`
+// cacheEntry is one answer and the key it answers.
+type cacheEntry struct {
+	Key   json.RawMessage `json:"key"`
+	Value string          `json:"value"`
 }
 
-// versionCache is the cache directory; its zero value caches nothing.
-type versionCache struct{ dir string }
+// hostCache is one directory of the cache; its zero value caches nothing.
+type hostCache struct{ dir string }
 
-// openVersionCache finds the caller's cache directory in env, the
+// openCache finds the directory name of the caller's cache in env, the
 // caller's environment; none when neither variable names an absolute one.
-func openVersionCache(env map[string]string) versionCache {
+func openCache(env map[string]string, name string) hostCache {
 	base := env["METAHARNESS_CACHE"]
 	if !filepath.IsAbs(base) {
 		switch xdg, home := env["XDG_CACHE_HOME"], env["HOME"]; {
@@ -67,25 +71,26 @@ func openVersionCache(env map[string]string) versionCache {
 		case filepath.IsAbs(home):
 			base = filepath.Join(home, ".cache", "metaharness")
 		default:
-			return versionCache{}
+			return hostCache{}
 		}
 	}
-	return versionCache{dir: filepath.Join(base, "versions")}
+	return hostCache{dir: filepath.Join(base, name)}
 }
 
-func (c versionCache) path(id binaryID) string {
-	b, _ := json.Marshal(id)
+func (c hostCache) path(key any) string {
+	b, _ := json.Marshal(key)
 	sum := sha256.Sum256(b)
 	return filepath.Join(c.dir, hex.EncodeToString(sum[:16])+".json")
 }
 
-// lookup is the version cached for id, if an entry this user wrote holds
-// exactly that identity.
-func (c versionCache) lookup(id binaryID) (string, bool) {
-	if c.dir == "" || !private(c.dir, true) {
+// lookup is the answer cached under key, if an entry this user wrote holds
+// exactly that key.
+func (c hostCache) lookup(key any) (string, bool) {
+	k, err := json.Marshal(key)
+	if err != nil || c.dir == "" || !private(c.dir, true) {
 		return "", false
 	}
-	p := c.path(id)
+	p := c.path(key)
 	if !private(p, false) {
 		return "", false
 	}
@@ -94,16 +99,16 @@ func (c versionCache) lookup(id binaryID) (string, bool) {
 		return "", false
 	}
 	defer f.Close()
-	var e versionEntry
-	if err := json.NewDecoder(io.LimitReader(f, 4<<10)).Decode(&e); err != nil || e.binaryID != id || e.Version == "" {
+	var e cacheEntry
+	if err := json.NewDecoder(io.LimitReader(f, 4<<10)).Decode(&e); err != nil || !bytes.Equal(e.Key, k) || e.Value == "" {
 		return "", false
 	}
-	return e.Version, true
+	return e.Value, true
 }
 
-// store caches version for id. It writes nothing into a directory that is
+// store caches value under key. It writes nothing into a directory that is
 // not this user's alone; a failure leaves the cache as it was.
-func (c versionCache) store(id binaryID, version string) error {
+func (c hostCache) store(key any, value string) error {
 	if c.dir == "" {
 		return errors.New("no cache directory")
 	}
@@ -113,7 +118,11 @@ func (c versionCache) store(id binaryID, version string) error {
 	if !private(c.dir, true) {
 		return errors.New(c.dir + " is not this user's alone")
 	}
-	b, err := json.Marshal(versionEntry{binaryID: id, Version: version})
+	k, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(cacheEntry{Key: k, Value: value})
 	if err != nil {
 		return err
 	}
@@ -126,7 +135,7 @@ func (c versionCache) store(id binaryID, version string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), c.path(id))
+		err = os.Rename(f.Name(), c.path(key))
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())

@@ -18,7 +18,7 @@ func TestVersionCacheLocation(t *testing.T) {
 		{map[string]string{"METAHARNESS_CACHE": "rel"}, ""},
 		{map[string]string{}, ""},
 	} {
-		if got := openVersionCache(c.env).dir; got != c.want {
+		if got := openCache(c.env, "versions").dir; got != c.want {
 			t.Errorf("%v: cache in %q, want %q", c.env, got, c.want)
 		}
 	}
@@ -32,7 +32,7 @@ func TestVersionCacheHitStaleCorrupt(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := openVersionCache(map[string]string{"METAHARNESS_CACHE": filepath.Join(dir, "cache")})
+	c := openCache(map[string]string{"METAHARNESS_CACHE": filepath.Join(dir, "cache")}, "versions")
 	id, err := identify(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestVersionCacheHitStaleCorrupt(t *testing.T) {
 	}
 
 	// Corrupt: an entry that does not decode, or names another identity.
-	for _, body := range []string{"{not json", `{"path":"/elsewhere","version":"2.1.328"}`, ""} {
+	for _, body := range []string{"{not json", `{"key":{"path":"/elsewhere"},"value":"2.1.328"}`, ""} {
 		if err := os.WriteFile(c.path(id), []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -61,6 +61,10 @@ func main() {
 		fail(fmt.Errorf("start→spawn: %w", err))
 	}
 	fmt.Println()
+	if *runs < 1 {
+		fmt.Println("governed vs bare vendor run: not measured: -runs is 0")
+		return
+	}
 	real, why := realClaude()
 	if real == "" {
 		fmt.Printf("governed vs bare vendor run: not measured: %s\n", why)
