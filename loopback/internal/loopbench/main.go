@@ -230,11 +230,7 @@ func serveProxy(kind, upstream string) error {
 		defer p.Close()
 		base, placeholder = p.BaseURL(), p.Placeholder()
 	case "httputil":
-		u, err := url.Parse(upstream)
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		u, ln, err := relayFor(upstream)
 		if err != nil {
 			return err
 		}
@@ -250,11 +246,7 @@ func serveProxy(kind, upstream string) error {
 		}()
 		base = "http://" + ln.Addr().String()
 	case "tcprelay":
-		u, err := url.Parse(upstream)
-		if err != nil {
-			return err
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		u, ln, err := relayFor(upstream)
 		if err != nil {
 			return err
 		}
@@ -381,4 +373,18 @@ func report(w io.Writer, ts []*target, nSmall int) {
 	fmt.Fprintf(w, "\naim: added p99 under 1 ms: %s (%s); throughput at least 0.9x the bare tcp relay: %s (%s)\n",
 		yes(added(lb, .99) < time.Millisecond), us(added(lb, .99)),
 		yes(median(lb.rates) >= 0.9*median(relay.rates)), ratio(median(lb.rates), median(relay.rates)))
+}
+
+// relayFor is the upstream a baseline proxy relays to, and a loopback
+// listener for its clients.
+func relayFor(upstream string) (*url.URL, net.Listener, error) {
+	u, err := url.Parse(upstream)
+	if err != nil {
+		return nil, nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	return u, ln, nil
 }
