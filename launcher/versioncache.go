@@ -39,6 +39,12 @@ type binaryID struct {
 }
 
 func identify(path string) (binaryID, error) {
+	// The file itself, not the link a caller reached it by: the same
+	// binary linked from two HOMEs is one binary.
+	path, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return binaryID{}, err
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return binaryID{}, err

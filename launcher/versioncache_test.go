@@ -103,3 +103,34 @@ func TestVersionCacheHitStaleCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// Two links to one binary are one identity; the link retargeted is another.
+func TestVersionCacheIdentityFollowsLinks(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, f := range []string{a, b} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l1, l2 := filepath.Join(dir, "l1"), filepath.Join(dir, "l2")
+	for _, l := range []string{l1, l2} {
+		if err := os.Symlink(a, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id1, err1 := identify(l1)
+	id2, err2 := identify(l2)
+	if err1 != nil || err2 != nil || id1 != id2 {
+		t.Fatalf("two links to one binary: %+v (%v), %+v (%v)", id1, err1, id2, err2)
+	}
+	if err := os.Remove(l2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(b, l2); err != nil {
+		t.Fatal(err)
+	}
+	if id3, err := identify(l2); err != nil || id3 == id1 {
+		t.Fatalf("a retargeted link kept its old identity: %+v (%v)", id3, err)
+	}
+}
