@@ -88,11 +88,11 @@ func (e *Engine) decide(id string, c *record.ToolDecide) record.CommandOutcome {
 		return record.Refuse(record.TooLate, fmt.Sprintf("call %s is closed: %s", c.CallID, cs.how))
 	}
 	if c.Decision.Decision == record.Replace {
-		if cs.noReplace {
-			return record.Refuse(record.UnsupportedControl, fmt.Sprintf("call %s is at a %s seam that runs a call only as asked, so it cannot take a replacement input; it is still pending: answer allow or deny", c.CallID, cs.seam))
-		}
 		if in := bytes.TrimSpace(c.Decision.Input); len(in) == 0 || in[0] != '{' {
 			return record.Refuse(record.Malformed, "a replace input is the call's whole input: a JSON object")
+		}
+		if cs.noReplace {
+			return record.Refuse(record.UnsupportedControl, fmt.Sprintf("call %s is at a %s seam that runs a call only as asked, so it cannot take a replacement input; it is still pending: answer allow or deny", c.CallID, cs.seam))
 		}
 		if e.frame != nil {
 			if v := e.frame.Verdict(cs.name, e.resolve(cs.name, c.Decision.Input)); v.Decision.Decision == record.Deny {
