@@ -445,7 +445,7 @@ func (r *run) startProxy(w *World) error {
 }
 
 // checkVersion holds the vendor binary to the pin. A version cached under
-// the binary's identity (versioncache.go's hostCache) is believed without running it.
+// the binary's identity (hostcache.go) is believed without running it.
 // Otherwise --strict-version runs --version before going on, since the spawn
 // waits on its verdict; without it the probe runs alongside the rest of the
 // launch and the spawn, and its warning, if any, is put before the next line

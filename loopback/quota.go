@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -87,7 +88,7 @@ func quotaType(doc []byte) string {
 	}
 	for _, f := range fields {
 		var s string
-		if json.Unmarshal(f, &s) == nil && isQuotaType(s) {
+		if json.Unmarshal(f, &s) == nil && slices.Contains(QuotaTypes, s) {
 			return s
 		}
 	}
@@ -106,15 +107,6 @@ func responseError(r *struct {
 		return nil
 	}
 	return r.Error
-}
-
-func isQuotaType(s string) bool {
-	for _, t := range QuotaTypes {
-		if s == t {
-			return true
-		}
-	}
-	return false
 }
 
 // retryAfter keeps a Retry-After value only in the two shapes HTTP gives
@@ -208,16 +200,7 @@ func (s *sniffer) mayMatter(line []byte) bool {
 	if !ok {
 		return false
 	}
-	return isErrorEvent(s.event) || errorData(bytes.TrimLeft(d, " "))
-}
-
-func isErrorEvent(name string) bool {
-	for _, e := range errorEvents {
-		if name == e {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(errorEvents, s.event) || errorData(bytes.TrimLeft(d, " "))
 }
 
 // errorData reports whether an event's data starts as an error document
@@ -241,7 +224,7 @@ func (s *sniffer) endLine(line []byte) {
 		s.event = string(bytes.TrimSpace(line[len("event:"):]))
 	case bytes.HasPrefix(line, []byte("data:")):
 		d := bytes.TrimLeft(line[len("data:"):], " ")
-		if (isErrorEvent(s.event) || errorData(d)) && len(s.data)+len(d) <= maxSniff {
+		if (slices.Contains(errorEvents, s.event) || errorData(d)) && len(s.data)+len(d) <= maxSniff {
 			if len(s.data) > 0 {
 				s.data = append(s.data, '\n')
 			}
