@@ -16,6 +16,7 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
+	_ "github.com/metaharness/metaharness/internal/earlyentry" // internal-init and internal-hook, before the heavy inits
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 

@@ -51,19 +51,3 @@ func TestCloseReason(t *testing.T) {
 		}
 	}
 }
-
-func TestHookOutput(t *testing.T) {
-	for _, c := range []struct {
-		d    record.Decision
-		want string
-	}{
-		{record.AllowDecision(), `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}` + "\n"},
-		{record.DenyDecision("no shell here"), `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"no shell here"}}` + "\n"},
-		{record.ReplaceDecision([]byte(`{"command":"ls"}`)), `{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","updatedInput":{"command":"ls"}}}` + "\n"},
-		{record.AbstainDecision(), ``},
-	} {
-		if got := string(HookOutput(c.d)); got != c.want {
-			t.Errorf("%s: got %q want %q", c.d.Decision, got, c.want)
-		}
-	}
-}

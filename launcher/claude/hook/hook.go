@@ -1,4 +1,9 @@
-package claude
+// Package hook is the PreToolUse hook program a claude run installs (the
+// hidden internal-hook verb). It is a package of its own, importing neither
+// the launcher nor the MCP and proxy libraries, so that the process Claude
+// Code starts for every call can run it before their package initialisation
+// (see internal/earlyentry).
+package hook
 
 import (
 	"context"
@@ -10,32 +15,31 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// maxHookPayload bounds the PreToolUse payload read from the hook's stdin
+// maxPayload bounds the PreToolUse payload read from the hook's stdin
 // (it carries the call's input, which for Write holds a whole file).
-const maxHookPayload = 16 << 20
+const maxPayload = 16 << 20
 
-// Hook is the PreToolUse hook program a claude run installs (the hidden
-// internal-hook verb): it reads Claude Code's payload from stdin, asks the
+// Run is the hook: it reads Claude Code's payload from stdin, asks the
 // run's decision channel at socket, and writes the answer to stdout in the
 // hook's vocabulary. Every failure is a deny with the reason, never a hook
 // error the vendor might read as "go ahead"; the only error returned is
 // one writing stdout.
-func Hook(stdin io.Reader, stdout io.Writer, socket string) error {
-	_, err := stdout.Write(HookOutput(hookDecision(stdin, decide.Dial(socket))))
+func Run(stdin io.Reader, stdout io.Writer, socket string) error {
+	_, err := stdout.Write(Output(decision(stdin, decide.Dial(socket))))
 	return err
 }
 
-func hookDecision(stdin io.Reader, asker decide.Asker) record.Decision {
-	payload, err := io.ReadAll(io.LimitReader(stdin, maxHookPayload))
+func decision(stdin io.Reader, asker decide.Asker) record.Decision {
+	payload, err := io.ReadAll(io.LimitReader(stdin, maxPayload))
 	if err != nil {
 		return record.DenyDecision("metaharness could not read the hook payload, so nothing ran: " + err.Error())
 	}
-	in, err := ParseHookInput(payload)
+	in, err := ParseInput(payload)
 	if err != nil {
 		return record.DenyDecision("metaharness could not read the hook payload, so nothing ran: " + err.Error())
 	}
 	// No deadline of our own: the channel's backstop lies between the
-	// run's deadline and HookTimeoutSeconds.
+	// run's deadline and claude.HookTimeoutSeconds.
 	d, err := asker.Ask(context.Background(), decide.Request{
 		Seam: record.SeamHook, CallID: in.ToolUseID, Tool: in.ToolName, Input: in.ToolInput,
 	})
@@ -45,9 +49,9 @@ func hookDecision(stdin io.Reader, asker decide.Asker) record.Decision {
 	return d
 }
 
-// HookInput is the part of Claude Code's PreToolUse payload the seam reads.
+// Input is the part of Claude Code's PreToolUse payload the seam reads.
 // tool_use_id is the transcript's tool_use id, which is the call_id.
-type HookInput struct {
+type Input struct {
 	Event     string          `json:"hook_event_name"`
 	SessionID string          `json:"session_id"`
 	ToolName  string          `json:"tool_name"`
@@ -55,9 +59,9 @@ type HookInput struct {
 	ToolUseID string          `json:"tool_use_id"`
 }
 
-// ParseHookInput reads the hook's stdin.
-func ParseHookInput(b []byte) (*HookInput, error) {
-	var in HookInput
+// ParseInput reads the hook's stdin.
+func ParseInput(b []byte) (*Input, error) {
+	var in Input
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("the PreToolUse payload is not JSON: %w", err)
 	}
@@ -71,10 +75,10 @@ func ParseHookInput(b []byte) (*HookInput, error) {
 // told why.
 const DefaultDenyReason = "metaharness denied this call and gave no further reason"
 
-// HookOutput renders a decision as the hook's stdout. Abstain is no bytes
+// Output renders a decision as the hook's stdout. Abstain is no bytes
 // at all, which leaves the call to Claude Code's own permission rules; an
 // allow grants past them; a replace is an allow with the new input.
-func HookOutput(d record.Decision) []byte {
+func Output(d record.Decision) []byte {
 	type out struct {
 		Event        string          `json:"hookEventName"`
 		Decision     string          `json:"permissionDecision"`

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEarlyEntrySkipsTheHeavyInits: the processes metaharness starts of
+// itself on the vendor's path (the confined child's init, Claude Code's hook)
+// end in internal/earlyentry's initialiser, before mcp-go's schema library
+// compiles its meta-schemas; every other invocation initialises everything.
+// The test binary links what metaharness links, so, reached by the name
+// metaharness (TestMain's testscript.Main then runs main), it stands in for
+// it; GODEBUG=inittrace=1 prints a line per package initialiser that ran.
+func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mh := filepath.Join(t.TempDir(), "metaharness")
+	if err := os.Symlink(self, mh); err != nil {
+		t.Fatal(err)
+	}
+	const heavy = "github.com/santhosh-tekuri/jsonschema"
+	inits := func(stdin string, args ...string) (stdout, stderr string) {
+		t.Helper()
+		cmd := exec.Command(mh, args...)
+		cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+		cmd.Stdin = strings.NewReader(stdin)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	// The control: any other verb initialises the library, so its absence
+	// below is the early entry's doing, not a change in Go's tracing.
+	if _, stderr := inits("", "--version"); !strings.Contains(stderr, "init "+heavy) {
+		t.Fatalf("the control run shows no init of %s:\n%s", heavy, stderr)
+	}
+	if _, stderr := inits("", "internal-init", "--nested-probe"); strings.Contains(stderr, heavy) {
+		t.Errorf("internal-init initialised %s:\n%s", heavy, stderr)
+	}
+	// A hook with no run behind it answers deny, from the early entry too.
+	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
+	stdout, stderr := inits(payload, "internal-hook", "--socket", t.TempDir()+"/gone.sock")
+	if strings.Contains(stderr, heavy) {
+		t.Errorf("internal-hook initialised %s:\n%s", heavy, stderr)
+	}
+	if !strings.Contains(stdout, `"permissionDecision":"deny"`) {
+		t.Errorf("internal-hook answered %q, want a deny", stdout)
+	}
+}

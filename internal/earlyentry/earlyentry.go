@@ -1,0 +1,77 @@
+// Package earlyentry runs the two processes metaharness starts of itself on
+// a vendor's path — internal-init, PID 1 of every confined child, and
+// internal-hook, which Claude Code starts for every tool call — from a
+// package initialiser, before the binary's heavier libraries initialise.
+//
+// Why: Go initialises packages in import-path order as far as their imports
+// allow (The Go Programming Language Specification, "Package
+// initialization"), and github.com/santhosh-tekuri/jsonschema, which
+// mcp-go's server links, compiles five meta-schemas in its init: about 7 ms
+// of every start of this binary, on a machine like CI's. This package
+// imports neither the launcher nor the MCP and proxy libraries, so its init
+// runs before that one, and an invocation it takes ends there. Neither
+// process needs what it skips. TestEarlyEntrySkipsTheHeavyInits holds the
+// order.
+//
+// It takes only the exact invocations metaharness itself writes; anything
+// else (help, a flag misspelt) falls through to main, whose parser answers
+// it. main's own verbs run the same functions.
+package earlyentry
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/claude/hook"
+)
+
+func init() {
+	if run := Take(os.Args[1:]); run != nil {
+		// As main does before any verb.
+		_ = confine.NonDumpable()
+		confine.CloseOnExec()
+		os.Exit(run(os.Stdin, os.Stdout, os.Stderr))
+	}
+}
+
+// Take is the process args asks for when it is one this package runs
+// (internal-init, internal-init --nested-probe, internal-hook --socket
+// PATH), nil otherwise.
+func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 1 && args[0] == "internal-init":
+		return func(io.Reader, io.Writer, io.Writer) int { return confine.Main() }
+	case len(args) == 2 && args[0] == "internal-init" && args[1] == "--nested-probe":
+		return func(io.Reader, io.Writer, io.Writer) int { return 0 }
+	case len(args) >= 2 && args[0] == "internal-hook":
+		socket, ok := socketFlag(args[1:])
+		if !ok {
+			return nil
+		}
+		return func(stdin io.Reader, stdout, stderr io.Writer) int {
+			if err := hook.Run(stdin, stdout, socket); err != nil {
+				fmt.Fprintln(stderr, exit.Line(err))
+				return int(exit.Refused)
+			}
+			return 0
+		}
+	}
+	return nil
+}
+
+// socketFlag reads internal-hook's one flag, as --socket PATH or
+// --socket=PATH.
+func socketFlag(args []string) (string, bool) {
+	switch {
+	case len(args) == 2 && args[0] == "--socket" && args[1] != "" && !strings.HasPrefix(args[1], "-"):
+		return args[1], true
+	case len(args) == 1 && strings.HasPrefix(args[0], "--socket="):
+		v := strings.TrimPrefix(args[0], "--socket=")
+		return v, v != ""
+	}
+	return "", false
+}
