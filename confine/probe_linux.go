@@ -70,7 +70,7 @@ func Probe(init string) error {
 	i, err := prepare(launch{Spec: *probeSpec(init), Command: Command{
 		// The init's own binary, through its own /proc: visible whatever
 		// the view hides.
-		Program: "/proc/self/exe", Args: []string{"metaharness", "internal-init", "--nested-probe"}, Dir: "/",
+		Program: "/proc/self/exe", Args: append([]string{"metaharness"}, NestedProbeArgs()...), Dir: "/",
 	}})
 	if err != nil {
 		return err

@@ -13,6 +13,12 @@ const (
 	Net   = "net"
 )
 
+// InitArgs are the init's arguments after its program's name, and
+// NestedProbeArgs those of the probe's nested child: the invocations
+// internal/earlyentry takes before the binary's heavier initialisers.
+func InitArgs() []string        { return []string{"internal-init"} }
+func NestedProbeArgs() []string { return []string{"internal-init", "--nested-probe"} }
+
 // Spec is one child's confinement as data: the launch plan carries it, so
 // C1 vectors pin exactly what is hidden, bound and cut off.
 type Spec struct {

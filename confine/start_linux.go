@@ -63,7 +63,7 @@ func prepare(l launch) (*Init, error) {
 	}
 	i.Cmd = &exec.Cmd{
 		Path: l.Spec.Init,
-		Args: []string{l.Spec.Init, "internal-init"},
+		Args: append([]string{l.Spec.Init}, InitArgs()...),
 		// The init is given nothing of metaharness's environment: what the
 		// vendor needs travels in the launch.
 		Env:        []string{},

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
 
 // TestEarlyEntrySkipsTheHeavyInits: the processes metaharness starts of
@@ -42,12 +45,12 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	if _, stderr := inits("", "--version"); !strings.Contains(stderr, "init "+heavy) {
 		t.Fatalf("the control run shows no init of %s:\n%s", heavy, stderr)
 	}
-	if _, stderr := inits("", "internal-init", "--nested-probe"); strings.Contains(stderr, heavy) {
+	if _, stderr := inits("", confine.NestedProbeArgs()...); strings.Contains(stderr, heavy) {
 		t.Errorf("internal-init initialised %s:\n%s", heavy, stderr)
 	}
 	// A hook with no run behind it answers deny, from the early entry too.
 	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
-	stdout, stderr := inits(payload, "internal-hook", "--socket", t.TempDir()+"/gone.sock")
+	stdout, stderr := inits(payload, hook.Args(t.TempDir()+"/gone.sock")...)
 	if strings.Contains(stderr, heavy) {
 		t.Errorf("internal-hook initialised %s:\n%s", heavy, stderr)
 	}

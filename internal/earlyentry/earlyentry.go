@@ -22,7 +22,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
+	"path/filepath"
+	"slices"
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
@@ -39,19 +40,15 @@ func init() {
 }
 
 // Take is the process args asks for when it is one this package runs
-// (internal-init, internal-init --nested-probe, internal-hook --socket
-// PATH), nil otherwise.
+// (confine.InitArgs, confine.NestedProbeArgs, hook.Args), nil otherwise.
 func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
-	case len(args) == 1 && args[0] == "internal-init":
+	case slices.Equal(args, confine.InitArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.Main() }
-	case len(args) == 2 && args[0] == "internal-init" && args[1] == "--nested-probe":
+	case slices.Equal(args, confine.NestedProbeArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return 0 }
-	case len(args) >= 2 && args[0] == "internal-hook":
-		socket, ok := socketFlag(args[1:])
-		if !ok {
-			return nil
-		}
+	case len(args) == 3 && slices.Equal(args, hook.Args(args[2])) && filepath.IsAbs(args[2]): // a run's socket is in its scratch tree
+		socket := args[2]
 		return func(stdin io.Reader, stdout, stderr io.Writer) int {
 			if err := hook.Run(stdin, stdout, socket); err != nil {
 				fmt.Fprintln(stderr, exit.Line(err))
@@ -61,17 +58,4 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return nil
-}
-
-// socketFlag reads internal-hook's one flag, as --socket PATH or
-// --socket=PATH.
-func socketFlag(args []string) (string, bool) {
-	switch {
-	case len(args) == 2 && args[0] == "--socket" && args[1] != "" && !strings.HasPrefix(args[1], "-"):
-		return args[1], true
-	case len(args) == 1 && strings.HasPrefix(args[0], "--socket="):
-		v := strings.TrimPrefix(args[0], "--socket=")
-		return v, v != ""
-	}
-	return "", false
 }

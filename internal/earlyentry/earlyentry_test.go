@@ -3,17 +3,21 @@ package earlyentry
 import (
 	"strings"
 	"testing"
+
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
 
 // TestTake: only the invocations metaharness itself writes are taken;
 // anything else is left to main's parser, which answers help and usage
 // errors.
 func TestTake(t *testing.T) {
+	// What metaharness writes: the init's and the probe's argv, and the
+	// hook command of every claude plan.
 	for _, args := range [][]string{
-		{"internal-init"},
-		{"internal-init", "--nested-probe"},
-		{"internal-hook", "--socket", "/run/x/decisions.sock"},
-		{"internal-hook", "--socket=/run/x/decisions.sock"},
+		confine.InitArgs(),
+		confine.NestedProbeArgs(),
+		hook.Args("/run/x/decisions.sock"),
 	} {
 		if Take(args) == nil {
 			t.Errorf("%q is not taken", args)
@@ -31,6 +35,8 @@ func TestTake(t *testing.T) {
 		{"internal-hook", "--socket="},
 		{"internal-hook", "--socket", "--help"},
 		{"internal-hook", "--socket", "a", "b"},
+		{"internal-hook", "--socket", "relative.sock"},
+		{"internal-hook", "--socket=/run/x/decisions.sock"},
 		{"--version", "internal-init"},
 	} {
 		if Take(args) != nil {
@@ -41,7 +47,7 @@ func TestTake(t *testing.T) {
 
 // TestHookWithoutARun: the taken hook answers deny when no run listens.
 func TestHookWithoutARun(t *testing.T) {
-	run := Take([]string{"internal-hook", "--socket", t.TempDir() + "/gone.sock"})
+	run := Take(hook.Args(t.TempDir() + "/gone.sock"))
 	var out, errb strings.Builder
 	code := run(strings.NewReader(`{"tool_name":"Bash","tool_use_id":"t"}`), &out, &errb)
 	if code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || errb.Len() > 0 {

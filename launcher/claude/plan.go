@@ -11,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/claude/hook"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -124,7 +125,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
 
-	hook := launcher.ShellQuote(w.Self) + " internal-hook --socket " + launcher.ShellQuote(w.DecisionSocket)
+	hookCmd := launcher.ShellQuote(w.Self)
+	for _, a := range hook.Args(w.DecisionSocket) {
+		hookCmd += " " + launcher.ShellQuote(a)
+	}
 	published, serve, owned := ownedServer(spec, w, cwd)
 	matcher := ""
 	if owned {
@@ -134,7 +138,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 			"matcher": matcher,
-			"hooks":   []any{map[string]any{"type": "command", "command": hook, "timeout": HookTimeoutSeconds}},
+			"hooks":   []any{map[string]any{"type": "command", "command": hookCmd, "timeout": HookTimeoutSeconds}},
 		}}},
 	}
 	standIn := ""

@@ -19,6 +19,10 @@ import (
 // (it carries the call's input, which for Write holds a whole file).
 const maxPayload = 16 << 20
 
+// Args are the hook's arguments after its program's name, for the run
+// whose decision channel listens at socket.
+func Args(socket string) []string { return []string{"internal-hook", "--socket", socket} }
+
 // Run is the hook: it reads Claude Code's payload from stdin, asks the
 // run's decision channel at socket, and writes the answer to stdout in the
 // hook's vocabulary. Every failure is a deny with the reason, never a hook
