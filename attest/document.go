@@ -1,8 +1,6 @@
 package attest
 
 import (
-	"github.com/invopop/jsonschema"
-
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -89,9 +87,6 @@ func (e *Evaluation) Document(kind string, audited bool, aud *AuditorResult, chi
 // DocumentSchema is the JSON Schema of the attestation document, checked in
 // as schemas/attestation.schema.json.
 func DocumentSchema() ([]byte, error) {
-	s := record.Reflect(&Document{})
-	s.Version = jsonschema.Version
-	s.ID = jsonschema.ID(record.SchemaBase + "attestation.schema.json")
-	s.Title = "One run's attestation: the launch's claim, the floor's rows and the verdicts."
-	return record.MarshalSchema(s)
+	return record.MarshalSchema(record.ReflectDocument(&Document{}, "attestation.schema.json",
+		"One run's attestation: the launch's claim, the floor's rows and the verdicts."))
 }

@@ -3,8 +3,6 @@ package attest
 import (
 	"unicode/utf8"
 
-	"github.com/invopop/jsonschema"
-
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
@@ -112,9 +110,6 @@ func (s *Summary) SetAnswer(text string) {
 // SummarySchema is the JSON Schema of the run summary, checked in as
 // schemas/run-summary.schema.json.
 func SummarySchema() ([]byte, error) {
-	s := record.Reflect(&Summary{})
-	s.Version = jsonschema.Version
-	s.ID = jsonschema.ID(record.SchemaBase + "run-summary.schema.json")
-	s.Title = "One run in brief, for a scheduler: its exit code and what that means for a retry, the final answer, the verdicts and where the records are."
-	return record.MarshalSchema(s)
+	return record.MarshalSchema(record.ReflectDocument(&Summary{}, "run-summary.schema.json",
+		"One run in brief, for a scheduler: its exit code and what that means for a retry, the final answer, the verdicts and where the records are."))
 }

@@ -43,10 +43,8 @@ type ContractRendering struct {
 // schemas/. The document and its entries admit no other keys; an input
 // schema admits any other keyword.
 func ContractSchema() ([]byte, error) {
-	s := record.Reflect(&ToolContract{})
-	s.Version = jsonschema.Version
-	s.ID = jsonschema.ID(record.SchemaBase + ContractSchemaFile)
-	s.Title = "A metaharness.tool-contract/1 document (YAML or JSON, at most 4 MiB, UTF-8)."
+	s := record.ReflectDocument(&ToolContract{}, ContractSchemaFile,
+		"A metaharness.tool-contract/1 document (YAML or JSON, at most 4 MiB, UTF-8).")
 	for _, name := range []string{"ToolContract", "ContractEntry", "ContractRendering"} {
 		s.Definitions[name].AdditionalProperties = jsonschema.FalseSchema
 	}

@@ -113,6 +113,16 @@ func Reflect(v any) *jsonschema.Schema {
 	return s
 }
 
+// ReflectDocument is Reflect for the root of a document published as
+// schemas/file: with its $schema version, its $id and its title.
+func ReflectDocument(v any, file, title string) *jsonschema.Schema {
+	s := Reflect(v)
+	s.Version = jsonschema.Version
+	s.ID = jsonschema.ID(SchemaBase + file)
+	s.Title = title
+	return s
+}
+
 // MarshalSchema renders a schema as indented JSON with a trailing newline,
 // the form checked in under schemas/.
 func MarshalSchema(s *jsonschema.Schema) ([]byte, error) {
