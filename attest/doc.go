@@ -11,11 +11,18 @@
 // is a gap, a launch row it lists as imposed is ok, and a record row is
 // always judged from what the vendor itself recorded.
 //
+// That claim has one author's tool: a Claim, which a kind's plan starts
+// (Impose, Unavailable, Declare for each row it speaks to), the confinement
+// completes (Enforce, Withdraw) and Attestation renders. Rows are RowID
+// values, so a claim can only name a row this package lists.
+//
 // The order a run calls it in:
 //
 //	aud, err := attest.CheckPairing(p)        // before anything is started; err is exit 2
 //	walk, err := attest.WalkMemory(shapes, dir) // before the spawn
-//	attest.AttestWorkdir(wd, &attestation)    // H7 and H11 into session.started.hermetic
+//	claim := attest.NewClaim(mode, decisions) // the kind's plan claims its rows
+//	attest.AttestWorkdir(wd, claim)           // H7 and H11
+//	att := claim.Attestation()                // session.started.hermetic
 //	tap := &attest.Tap{}                      // record.NewWriter(io.MultiWriter(stdout, tap), id)
 //	... the session ...
 //	res, err := aud.Run(ctx, transcript, w)   // re-check, then invoke; err is exit 2

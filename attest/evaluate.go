@@ -26,9 +26,8 @@ type Launch struct {
 	// Plugins are the names of the declared plugins (--plugin-dir, --plugin),
 	// in any order; H1a compares the loaded set with them.
 	Plugins []string `json:"plugins"`
-	// Credentials is --credentials: none, api-key, loopback or
-	// operator-login (empty reads as none declared).
-	Credentials string `json:"credentials"`
+	// Credentials is --credentials (empty reads as none declared).
+	Credentials Credentials `json:"credentials"`
 	// PlannedCwd is the directory the child was started in; H7 compares the
 	// record's cwd with it as a directory, not as a spelling.
 	PlannedCwd string `json:"planned_cwd"`
@@ -42,6 +41,17 @@ type Launch struct {
 	// Pins are the vendor versions the kind is pinned to (H9).
 	Pins []string `json:"pins"`
 }
+
+// Credentials is --credentials: how the child reaches the model. H4 judges
+// the record's credential source by it.
+type Credentials string
+
+const (
+	CredentialsNone          Credentials = "none"
+	CredentialsAPIKey        Credentials = "api-key"
+	CredentialsLoopback      Credentials = "loopback"
+	CredentialsOperatorLogin Credentials = "operator-login"
+)
 
 // AuditOwed reports whether the run owes an audit report: --audit or
 // --hermetic strict.
@@ -267,7 +277,8 @@ type rowState struct {
 	declared    *record.RowWhat
 }
 
-func stateOf(att *record.Attestation, id string) rowState {
+func stateOf(att *record.Attestation, row RowID) rowState {
+	id := row.id
 	var st rowState
 	if att == nil {
 		return st
@@ -373,16 +384,16 @@ func judgeCredential(started *record.SessionStarted, l Launch) (string, string) 
 	namesKey := strings.Contains(norm, "api") || strings.Contains(norm, "key")
 	declared := l.Credentials
 	if declared == "" {
-		declared = "none"
+		declared = CredentialsNone
 	}
 	switch {
-	case declared == "loopback":
+	case declared == CredentialsLoopback:
 		return OK, fmt.Sprintf("credential source %q under --credentials loopback: the child holds a placeholder, the key stays with the proxy", src)
-	case declared == "none" && l.StandInCredential != "" && src == l.StandInCredential:
+	case declared == CredentialsNone && l.StandInCredential != "" && src == l.StandInCredential:
 		return OK, fmt.Sprintf("credential source %q under --credentials none is metaharness's stand-in: a fixed word that is no credential, and no key variable", src)
-	case namesKey && declared != "api-key":
+	case namesKey && declared != CredentialsAPIKey:
 		return Gap, fmt.Sprintf("credential source %q names an API key, but the run declared --credentials %s", src, declared)
-	case !namesKey && declared == "api-key":
+	case !namesKey && declared == CredentialsAPIKey:
 		return Gap, fmt.Sprintf("the run declared --credentials api-key, but the credential source %q names no key", src)
 	}
 	return OK, fmt.Sprintf("credential source %q matches --credentials %s", src, declared)

@@ -28,8 +28,8 @@ func stream(evs ...record.Event) []*record.EventLine {
 // cleanLaunch.
 func cleanStarted() *record.SessionStarted {
 	att := &record.Attestation{Mode: ModeStrict, Decisions: "frame"}
-	for _, row := range []string{H1a, H1b, H2, H3, H4, H5, H6, H7, H8, H10, H11, H12} {
-		att.Imposed = append(att.Imposed, record.RowHow{Row: row, How: "mechanism of " + row})
+	for _, row := range []RowID{H1a, H1b, H2, H3, H4, H5, H6, H7, H8, H10, H11, H12} {
+		att.Imposed = append(att.Imposed, record.RowHow{Row: row.String(), How: "mechanism of " + row.String()})
 	}
 	return &record.SessionStarted{
 		Adapter: "claude", AdapterClass: "harness", HarnessVersion: sp("2.1.328"),
@@ -50,7 +50,7 @@ func ended() *record.SessionEnded {
 	return &record.SessionEnded{IsError: &f, Census: &record.Census{Allowed: 1, BySeam: map[string]uint64{"hook": 1}, ByDecider: map[string]uint64{"frame": 1}}}
 }
 
-func rowOf(t *testing.T, e *Evaluation, id string) Row {
+func rowOf(t *testing.T, e *Evaluation, id RowID) Row {
 	t.Helper()
 	for _, r := range e.Rows {
 		if r.ID == id {
@@ -84,7 +84,7 @@ func TestCleanRunIsOKOnEveryRow(t *testing.T) {
 func TestRowRules(t *testing.T) {
 	cases := []struct {
 		name    string
-		row     string
+		row     RowID
 		started func(*record.SessionStarted)
 		launch  func(*Launch)
 		verdict string
@@ -128,13 +128,13 @@ func TestRowRules(t *testing.T) {
 		{"H7 a spelling of the same directory is ok", H7, func(s *record.SessionStarted) { s.Cwd = sp("/scratch/./w/") }, nil, OK, ""},
 		{"H7 another directory is a gap", H7, func(s *record.SessionStarted) { s.Cwd = sp("/home/op") }, nil, Gap, "not the planned directory"},
 		{"H7 unavailable under --cwd is a gap whatever the record says", H7, func(s *record.SessionStarted) {
-			s.Hermetic.Unavailable = []record.RowWhy{{Row: H7, Why: "--cwd /repo: the run could write to the operator's tree"}}
+			s.Hermetic.Unavailable = []record.RowWhy{{Row: H7.String(), Why: "--cwd /repo: the run could write to the operator's tree"}}
 		}, nil, Gap, "could write to the operator's tree"},
 		{"H7 declared and the record agrees is ok", H7, func(s *record.SessionStarted) {
-			s.Hermetic.Declared = []record.RowWhat{{Row: H7, What: "the caller's copy"}}
+			s.Hermetic.Declared = []record.RowWhat{{Row: H7.String(), What: "the caller's copy"}}
 		}, nil, OK, "declared: the caller's copy"},
 		{"H7 declared never stands in for the record", H7, func(s *record.SessionStarted) {
-			s.Hermetic.Declared = []record.RowWhat{{Row: H7, What: "the caller's copy"}}
+			s.Hermetic.Declared = []record.RowWhat{{Row: H7.String(), What: "the caller's copy"}}
 			s.Cwd = nil
 		}, nil, Unk, "declared: the caller's copy"},
 		{"H9 null is unk", H9, func(s *record.SessionStarted) { s.HarnessVersion = nil }, nil, Unk, ""},
@@ -142,17 +142,17 @@ func TestRowRules(t *testing.T) {
 		{"H9 off the pin is a gap", H9, func(s *record.SessionStarted) { s.HarnessVersion = sp("2.1.400") }, nil, Gap, "off the pin 2.1.328"},
 		{"H10 a digest is ok and named", H10, func(s *record.SessionStarted) { s.InputsDigest = sp("abc") }, nil, OK, "sha256:abc"},
 		{"H10 unavailable is a gap", H10, func(s *record.SessionStarted) {
-			s.Hermetic.Unavailable = []record.RowWhy{{Row: H10, Why: "no digest"}}
+			s.Hermetic.Unavailable = []record.RowWhy{{Row: H10.String(), Why: "no digest"}}
 		}, nil, Gap, "no digest"},
 		{"H2 not mentioned is unk", H2, func(s *record.SessionStarted) { s.Hermetic.Imposed = s.Hermetic.Imposed[3:] }, nil, Unk, "does not mention it"},
 		{"H3 not mentioned is unk", H3, func(s *record.SessionStarted) { s.Hermetic.Imposed = nil }, nil, Unk, "does not mention it"},
 		{"H3 no attestation is unk", H3, func(s *record.SessionStarted) { s.Hermetic = nil }, nil, Unk, "no attestation"},
 		{"H8 unavailable outranks imposed", H8, func(s *record.SessionStarted) {
-			s.Hermetic.Unavailable = []record.RowWhy{{Row: H8, Why: "--bare"}}
+			s.Hermetic.Unavailable = []record.RowWhy{{Row: H8.String(), Why: "--bare"}}
 		}, nil, Gap, "could not impose it: --bare"},
 		{"H11 declared is unk: a declaration is not an imposition", H11, func(s *record.SessionStarted) {
 			s.Hermetic.Imposed = nil
-			s.Hermetic.Declared = []record.RowWhat{{Row: H11, What: "trust me"}}
+			s.Hermetic.Declared = []record.RowWhat{{Row: H11.String(), What: "trust me"}}
 		}, nil, Unk, "declared by the caller"},
 		{"H12 imposed with nothing refused", H12, nil, nil, OK, "no egress attempt was refused"},
 		{"H12 not mentioned is unk and advisory", H12, func(s *record.SessionStarted) { s.Hermetic.Imposed = nil }, nil, Unk, ""},

@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-
-	"github.com/metaharness/metaharness/record"
 )
 
 // Memory is how a kind's loader treats memory files, as the kind's
@@ -128,7 +125,7 @@ type Workdir struct {
 	Walk MemoryWalk
 }
 
-// AttestWorkdir writes H7 and H11 into the attestation, and the copy's own
+// AttestWorkdir claims H7 and H11, and the copy's own
 // memory files into its ambient inputs (SPEC §5.2):
 //
 //   - a scratch cwd metaharness made: H7 imposed; H11 from the walk;
@@ -143,37 +140,33 @@ type Workdir struct {
 // so the row is unavailable (a gap). A memory file at the root is the
 // tree's own and goes into ambient_inputs, saying what becomes of it
 // (Memory.AtRoot).
-func AttestWorkdir(w Workdir, a *record.Attestation) {
+func AttestWorkdir(w Workdir, c *Claim) {
 	dir := w.Dir
 	switch {
 	case w.Operator && !w.ScratchCwd:
-		a.Unavailable = append(a.Unavailable,
-			record.RowWhy{Row: H7, Why: fmt.Sprintf("--cwd %s: the child runs in the operator's tree with a write grant to it, so the run could write to the operator's tree; metaharness did not create it", dir)},
-			record.RowWhy{Row: H11, Why: fmt.Sprintf("--cwd %s: the child runs in the operator's tree, and memory files in it and above it are discoverable%s", dir, foundClause(w.Walk))})
+		c.Unavailable(H7, fmt.Sprintf("--cwd %s: the child runs in the operator's tree with a write grant to it, so the run could write to the operator's tree; metaharness did not create it", dir))
+		c.Unavailable(H11, fmt.Sprintf("--cwd %s: the child runs in the operator's tree, and memory files in it and above it are discoverable%s", dir, foundClause(w.Walk)))
 		return
 	case w.Operator:
-		a.Declared = append(a.Declared, record.RowWhat{Row: H7, What: fmt.Sprintf("--scratch-cwd: the caller declared %s its disposable copy; metaharness did not create it and passes no --add-dir", dir)})
+		c.Declare(H7, fmt.Sprintf("--scratch-cwd: the caller declared %s its disposable copy; metaharness did not create it and passes no --add-dir", dir))
 	default:
-		a.Imposed = append(a.Imposed, record.RowHow{Row: H7, How: fmt.Sprintf("the child starts in %s, a directory metaharness made in its scratch tree", dir)})
+		c.Impose(H7, fmt.Sprintf("the child starts in %s, a directory metaharness made in its scratch tree", dir))
 	}
 	shapes := strings.Join(w.Memory.Shapes, ", ")
 	switch {
 	case len(w.Walk.Above) == 0:
-		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf("the ancestor walk from %s found no memory file (%s) above it", dir, shapes)})
+		c.Impose(H11, fmt.Sprintf("the ancestor walk from %s found no memory file (%s) above it", dir, shapes))
 	case w.Memory.KeptOut != "":
-		a.Imposed = append(a.Imposed, record.RowHow{Row: H11, How: fmt.Sprintf("%s; the ancestor walk from %s reports above it: %s", w.Memory.KeptOut, dir, bounded(w.Walk.Above, ", "))})
+		c.Impose(H11, fmt.Sprintf("%s; the ancestor walk from %s reports above it: %s", w.Memory.KeptOut, dir, bounded(w.Walk.Above, ", ")))
 	default:
-		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: H11, Why: fmt.Sprintf("the %s loader reads memory files above %s, and the ancestor walk found: %s", w.Kind, dir, bounded(w.Walk.Above, ", "))})
+		c.Unavailable(H11, fmt.Sprintf("the %s loader reads memory files above %s, and the ancestor walk found: %s", w.Kind, dir, bounded(w.Walk.Above, ", ")))
 	}
 	for _, f := range w.Walk.AtRoot {
 		read := "read by the vendor"
 		if w.Memory.AtRoot != "" {
 			read = w.Memory.AtRoot
 		}
-		in := fmt.Sprintf("memory file %s at the root of %s: the tree's own, %s", f, dir, read)
-		if !slices.Contains(a.AmbientInputs, in) {
-			a.AmbientInputs = append(a.AmbientInputs, in)
-		}
+		c.Ambient(fmt.Sprintf("memory file %s at the root of %s: the tree's own, %s", f, dir, read))
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/metaharness/metaharness/record"
 )
 
 // tree makes files (relative to a fresh root) and returns the root, with
@@ -155,15 +153,20 @@ func TestAttestWorkdirThroughTheFloor(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := cleanStarted()
 			s.Cwd = sp("/c")
-			att := &record.Attestation{Mode: ModeStrict, Decisions: "frame"}
+			claim := NewClaim(ModeStrict, "frame")
 			for _, r := range s.Hermetic.Imposed {
-				if r.Row != H7 && r.Row != H11 {
-					att.Imposed = append(att.Imposed, r)
+				var id RowID
+				if err := id.UnmarshalText([]byte(r.Row)); err != nil {
+					t.Fatal(err)
+				}
+				if id != H7 && id != H11 {
+					claim.Impose(id, r.How)
 				}
 			}
-			AttestWorkdir(c.wd, att)
-			AttestWorkdir(c.wd, &record.Attestation{}) // no shared state between calls
-			s.Hermetic = att
+			AttestWorkdir(c.wd, claim)
+			AttestWorkdir(c.wd, NewClaim("", "")) // no shared state between calls
+			att := claim.Attestation()
+			s.Hermetic = &att
 			l := cleanLaunch()
 			l.PlannedCwd = "/c"
 			e := Evaluate(stream(s, ended()), l)
@@ -193,9 +196,10 @@ func TestWalkThenAttest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	att := &record.Attestation{}
-	AttestWorkdir(Workdir{Kind: "codex", Memory: readsAbove, Dir: dir, Operator: true, ScratchCwd: true, Walk: w}, att)
-	if len(att.Unavailable) != 1 || att.Unavailable[0].Row != H11 || !strings.Contains(att.Unavailable[0].Why, filepath.Join(root, "AGENTS.md")) {
+	claim := NewClaim("", "")
+	AttestWorkdir(Workdir{Kind: "codex", Memory: readsAbove, Dir: dir, Operator: true, ScratchCwd: true, Walk: w}, claim)
+	att := claim.Attestation()
+	if len(att.Unavailable) != 1 || att.Unavailable[0].Row != H11.String() || !strings.Contains(att.Unavailable[0].Why, filepath.Join(root, "AGENTS.md")) {
 		t.Errorf("H11 should be unavailable naming %s/AGENTS.md: %+v", root, att.Unavailable)
 	}
 	if len(att.AmbientInputs) != 1 || !strings.Contains(att.AmbientInputs[0], filepath.Join(dir, "AGENTS.md")) {

@@ -85,7 +85,7 @@ func (e *Evaluation) Report(aud *AuditorResult, child *record.Process) string {
 
 	line("hermetic verdict (mode %s; the attestation half is metaharness's own claim, not independent evidence)", e.Mode)
 	for _, r := range e.Rows {
-		line("  %-4s %-3s %-8s %-6s %s — %s", displayID(r.ID), r.Verdict, r.Severity, r.Assertion, r.Label, r.Detail)
+		line("  %-4s %-3s %-8s %-6s %s — %s", displayID(r.ID.id), r.Verdict, r.Severity, r.Assertion, r.Label, r.Detail)
 	}
 
 	c := e.Census

@@ -57,10 +57,10 @@ func TestExitComputation(t *testing.T) {
 func TestAdvisoryRowsNeverMoveTheControlVerdict(t *testing.T) {
 	s := cleanStarted()
 	s.Hermetic.Imposed = s.Hermetic.Imposed[:0]
-	for _, row := range []string{H1a, H1b, H3, H4, H5, H7, H8, H10, H11} {
-		s.Hermetic.Imposed = append(s.Hermetic.Imposed, record.RowHow{Row: row, How: "x"})
+	for _, row := range []RowID{H1a, H1b, H3, H4, H5, H7, H8, H10, H11} {
+		s.Hermetic.Imposed = append(s.Hermetic.Imposed, record.RowHow{Row: row.String(), How: "x"})
 	}
-	s.Hermetic.Unavailable = []record.RowWhy{{Row: H2, Why: "no knob"}, {Row: H6, Why: "no knob"}}
+	s.Hermetic.Unavailable = []record.RowWhy{{Row: H2.String(), Why: "no knob"}, {Row: H6.String(), Why: "no knob"}}
 	e := Evaluate(stream(s, ended()), cleanLaunch())
 	if rowOf(t, e, H2).Verdict != Gap || rowOf(t, e, H12).Verdict != Unk {
 		t.Fatal("the advisory rows should be a gap and an unk here")

@@ -1,5 +1,7 @@
 package attest
 
+import "github.com/invopop/jsonschema"
+
 // Verdicts of a row, and of the floor as a whole.
 const (
 	OK  = "ok"
@@ -30,26 +32,9 @@ const (
 	ModeStrict = "strict"
 )
 
-// Row ids as the wire spells them (record.RowHow.Row and friends).
-const (
-	H1a = "h1a"
-	H1b = "h1b"
-	H2  = "h2"
-	H3  = "h3"
-	H4  = "h4"
-	H5  = "h5"
-	H6  = "h6"
-	H7  = "h7"
-	H8  = "h8"
-	H9  = "h9"
-	H10 = "h10"
-	H11 = "h11"
-	H12 = "h12"
-)
-
 // RowSpec is what a row asserts, fixed for every run.
 type RowSpec struct {
-	ID        string `json:"id" jsonschema:"enum=h1a,enum=h1b,enum=h2,enum=h3,enum=h4,enum=h5,enum=h6,enum=h7,enum=h8,enum=h9,enum=h10,enum=h11,enum=h12"`
+	ID        RowID  `json:"id"`
 	Label     string `json:"label"`
 	Assertion string `json:"assertion" jsonschema:"enum=record,enum=launch,enum=effect"`
 	Severity  string `json:"severity" jsonschema:"enum=gating,enum=advisory"`
@@ -80,14 +65,27 @@ type Row struct {
 	Detail  string `json:"detail"`
 }
 
+// JSONSchemaExtend lists the rows of the table as the id's values, so that
+// a row added to Rows is in the published schema too.
+func (Row) JSONSchemaExtend(s *jsonschema.Schema) {
+	id, ok := s.Properties.Get("id")
+	if !ok {
+		return
+	}
+	id.Enum = nil
+	for _, r := range Rows {
+		id.Enum = append(id.Enum, r.ID.id)
+	}
+}
+
 // Gates reports whether the row moves an audited run's exit code.
 func (r Row) Gates() bool { return r.Severity == Gating && r.Verdict != OK }
 
-// RowOrder is a row id's place in report order, for sorting attestation
+// rowOrder is a row id's place in report order, for sorting attestation
 // lists; an unknown id sorts last.
-func RowOrder(id string) int {
+func rowOrder(id string) int {
 	for i, r := range Rows {
-		if r.ID == id {
+		if r.ID.id == id {
 			return i
 		}
 	}

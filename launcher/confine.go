@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
-	"github.com/metaharness/metaharness/record"
 )
 
 // Warning codes of the confinement.
@@ -95,21 +95,21 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	return c
 }
 
-// AttestConfinement completes a kind's attestation with what c enforces:
-// on h4, that the child cannot read the real token; on h6, what its mount
-// view hides; on h12, under --credentials loopback, that a direct
+// AttestConfinement completes a kind's claim with what c enforces: on
+// H4, that the child cannot read the real token; on H6, what its mount
+// view hides; on H12, under --credentials loopback, that a direct
 // connection fails in the kernel. With c nil, the rows the kind imposed on
-// h4, h6 and h12 move to unavailable, naming why (--unconfined, or what
-// the host lacks): the kind's words then claim what nothing enforces.
-func AttestConfinement(a *record.Attestation, c *confine.Spec, spec *Spec, w *World) {
+// H4, H6 and H12 are withdrawn, naming why (--unconfined, or what the host
+// lacks): the kind's words then claim what nothing enforces.
+func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *World) {
 	if c == nil {
 		why := "--unconfined: the caller chose to run the child without namespaces"
 		if !spec.Unconfined {
 			why = "confinement is unavailable here (" + w.Unconfinable + ")"
 		}
-		unconfined(a, "h4", why+"; the child shares metaharness's view of processes and files, so it could read the token where metaharness and the caller keep it (a --token-file, metaharness's own /proc entries to a child that can ptrace, the caller's credential files)")
-		unconfined(a, "h6", why+"; the caller's credential files are not hidden from the child")
-		unconfined(a, "h12", why+"; egress is steered (the proxy variables point at the gate), not enforced: a client that ignores them connects directly")
+		claim.Withdraw(attest.H4, why+"; the child shares metaharness's view of processes and files, so it could read the token where metaharness and the caller keep it (a --token-file, metaharness's own /proc entries to a child that can ptrace, the caller's credential files)")
+		claim.Withdraw(attest.H6, why+"; the caller's credential files are not hidden from the child")
+		claim.Withdraw(attest.H12, why+"; egress is steered (the proxy variables point at the gate), not enforced: a client that ignores them connects directly")
 		return
 	}
 	h4 := "enforced: the child runs in namespaces of its own (" + strings.Join(c.Namespaces, ", ") + ") under metaharness's own init, with a /proc that shows only its own processes, so metaharness's environment and argv are out of its sight, and the caller's credential files are hidden from it (h6)"
@@ -119,18 +119,14 @@ func AttestConfinement(a *record.Attestation, c *confine.Spec, spec *Spec, w *Wo
 	if spec.Credentials == CredentialsLoopback {
 		h4 += tokenWords(spec, w)
 	}
-	enforce(a, "h4", h4)
-	enforce(a, "h6", "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
+	claim.Enforce(attest.H4, h4)
+	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
 		"; writable only "+strings.Join(c.Writable, ", ")+"; the rest of / read-only")
 	if c.Has(confine.Net) {
-		enforce(a, "h12", "enforced: the child's network namespace has only lo, where the loopback proxy listens at "+c.Listen+" as its one way out, so a direct connection to any other address fails in the kernel")
+		claim.Enforce(attest.H12, "enforced: the child's network namespace has only lo, where the loopback proxy listens at "+c.Listen+" as its one way out, so a direct connection to any other address fails in the kernel")
 	} else {
-		for i := range a.Unavailable {
-			if a.Unavailable[i].Row == "h12" {
-				a.Unavailable[i].Why += " (the child shares metaharness's network: without the proxy it needs the real one)"
-			}
-		}
+		claim.Add(attest.H12, " (the child shares metaharness's network: without the proxy it needs the real one)")
 	}
 }
 
@@ -160,28 +156,6 @@ func coveredWords(covered []string, home string) string {
 		out = append(out, "in "+filepath.Clean(home)+": "+strings.Join(under, " "))
 	}
 	return strings.Join(out, ", ")
-}
-
-// enforce appends how to the row's imposed entry, when the kind imposed it.
-func enforce(a *record.Attestation, row, how string) {
-	for i := range a.Imposed {
-		if a.Imposed[i].Row == row {
-			a.Imposed[i].How += "; " + how
-			return
-		}
-	}
-}
-
-// unconfined moves the row from imposed to unavailable, keeping the kind's
-// words after why.
-func unconfined(a *record.Attestation, row, why string) {
-	for i, r := range a.Imposed {
-		if r.Row == row {
-			a.Imposed = slices.Delete(a.Imposed, i, i+1)
-			a.Unavailable = append(a.Unavailable, record.RowWhy{Row: row, Why: why + " (the launch itself: " + r.How + ")"})
-			return
-		}
-	}
 }
 
 // EnvRow is the h3 row's words for a constructed environment: the caller's

@@ -813,7 +813,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, transcriptPath string, p
 	}
 	ev := attest.Evaluate(r.tap.Lines(), attest.Launch{
 		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: string(s.Hermetic), Audit: s.Audit,
-		Credentials: string(s.Credentials), PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers, StandInCredential: plan.StandInCredential,
+		Credentials: s.Credentials, PlannedCwd: r.cwd, PlannedMCPServers: plan.MCPServers, StandInCredential: plan.StandInCredential,
 		Pins: r.caps.VersionsPinned,
 	})
 	doc := ev.Document(s.Kind, s.AuditOwed(), result, process)

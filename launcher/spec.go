@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/record"
@@ -25,14 +26,15 @@ const (
 	SurfaceOwned  ToolSurface = "owned"
 )
 
-// Credentials is --credentials: how the child reaches the model.
-type Credentials string
+// Credentials is --credentials: how the child reaches the model, in the
+// words the floor judges H4 by.
+type Credentials = attest.Credentials
 
 const (
-	CredentialsNone          Credentials = "none"
-	CredentialsAPIKey        Credentials = "api-key"
-	CredentialsLoopback      Credentials = "loopback"
-	CredentialsOperatorLogin Credentials = "operator-login"
+	CredentialsNone          = attest.CredentialsNone
+	CredentialsAPIKey        = attest.CredentialsAPIKey
+	CredentialsLoopback      = attest.CredentialsLoopback
+	CredentialsOperatorLogin = attest.CredentialsOperatorLogin
 )
 
 // Output is --output: what stdout carries.

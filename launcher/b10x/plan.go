@@ -15,7 +15,6 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/record"
 )
 
 // KeyEnv is the variable --credentials api-key reads by name and hands the
@@ -191,10 +190,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			conf.Covered = append(conf.Covered, filepath.Join(w.Env["CARGO_HOME"], f))
 		}
 	}
-	att := attestation(spec, w, cwd, config, env, cred)
-	launcher.AttestConfinement(&att, conf, spec, w)
+	claim := attestation(spec, w, cwd, config, env, cred)
+	launcher.AttestConfinement(claim, conf, spec, w)
 	if conf != nil {
-		boundBack(&att, named, spec.B10x.APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
+		boundBack(claim, named, spec.B10x.APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
 	}
 	return &launcher.Plan{
 		Program:     w.Binary,
@@ -203,7 +202,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Dir:         cwd,
 		Dirs:        dirs,
 		Files:       files,
-		Attestation: att,
+		Attestation: claim.Attestation(),
 		MCPServers:  []string{},
 		Confinement: conf,
 	}, nil
@@ -244,7 +243,7 @@ func reads(spec *launcher.Spec, w *launcher.World) []string {
 // the launch names, bound back read-only; under --api-key-secret the bus,
 // which reaches every service on the caller's session bus, the whole
 // secret store among them.
-func boundBack(a *record.Attestation, named []string, bus bool, sockets []string) {
+func boundBack(c *attest.Claim, named []string, bus bool, sockets []string) {
 	var how []string
 	for _, p := range named {
 		if !slices.Contains(sockets, p) {
@@ -261,10 +260,8 @@ func boundBack(a *record.Attestation, named []string, bus bool, sockets []string
 		}
 		how = append(how, b+", through which the loop and every program it starts can ask any service on the caller's session bus, the OS secret store for any item it holds, not only the one named")
 	}
-	for i := range a.Imposed {
-		if a.Imposed[i].Row == attest.H6 && len(how) > 0 {
-			a.Imposed[i].How += "; " + strings.Join(how, "; ")
-		}
+	if len(how) > 0 {
+		c.Enforce(attest.H6, strings.Join(how, "; "))
 	}
 }
 
@@ -341,40 +338,38 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 	return "no credential reaches the child (--credentials none): the loop sends no auth header", nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string) record.Attestation {
-	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
-	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string) *attest.Claim {
+	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	var names []string
 	for k := range env {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	imposed(attest.H1a, "a direct provider with no plugin directory declared: the loop loads no plugin, and XDG_CONFIG_HOME="+config+" is a directory metaharness created empty")
-	imposed(attest.H1b, "a direct provider: the loop has no output style")
-	imposed(attest.H2, "XDG_CONFIG_HOME="+config+" is empty and there is no HOME, so the loop reads no profile or setting of the operator's; --no-session files no session")
-	imposed(attest.H3, "the environment is constructed: "+strings.Join(names, ", ")+"; nothing else is inherited")
-	imposed(attest.H4, credHow)
-	imposed(attest.H5, "no --mcp-profile: the loop connects to no MCP server")
-	imposed(attest.H6, "no credential file is written or copied for the loop")
+	c.Impose(attest.H1a, "a direct provider with no plugin directory declared: the loop loads no plugin, and XDG_CONFIG_HOME="+config+" is a directory metaharness created empty")
+	c.Impose(attest.H1b, "a direct provider: the loop has no output style")
+	c.Impose(attest.H2, "XDG_CONFIG_HOME="+config+" is empty and there is no HOME, so the loop reads no profile or setting of the operator's; --no-session files no session")
+	c.Impose(attest.H3, "the environment is constructed: "+strings.Join(names, ", ")+"; nothing else is inherited")
+	c.Impose(attest.H4, credHow)
+	c.Impose(attest.H5, "no --mcp-profile: the loop connects to no MCP server")
+	c.Impose(attest.H6, "no credential file is written or copied for the loop")
 	hooks := "no --hooks file is declared"
 	if spec.B10x.Hooks != "" {
 		hooks = "the declared --hooks " + spec.B10x.Hooks + " is passed as given"
 	}
-	imposed(attest.H8, "--approve-up-to high and never --yes, so calls above the ceiling still reach the loop's approver; "+hooks)
+	c.Impose(attest.H8, "--approve-up-to high and never --yes, so calls above the ceiling still reach the loop's approver; "+hooks)
 	attest.AttestWorkdir(attest.Workdir{
 		Kind: "b10x", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
-	}, &a)
-	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H12, Why: "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network"})
-	a.AmbientInputs = append(a.AmbientInputs, "observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
+	}, c)
+	c.Unavailable(attest.H12, "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network")
+	c.Ambient("observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
 	if spec.B10x.APIKeySecret != "" {
-		a.AmbientInputs = append(a.AmbientInputs, "the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")
+		c.Ambient("the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")
 	}
 	if spec.B10x.Hooks != "" {
-		a.AmbientInputs = append(a.AmbientInputs, "hooks file "+spec.B10x.Hooks+": programs the loop runs at its call points")
+		c.Ambient("hooks file " + spec.B10x.Hooks + ": programs the loop runs at its call points")
 	}
-	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
-	return a
+	return c
 }
 
 // appendParents adds dir and every directory between root and it to dirs,

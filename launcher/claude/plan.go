@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/metaharness/metaharness/attest"
@@ -13,7 +12,6 @@ import (
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
 	"github.com/metaharness/metaharness/mcpserve"
-	"github.com/metaharness/metaharness/record"
 )
 
 // HookTimeoutSeconds is the vendor's timeout for the PreToolUse hook. Our
@@ -186,8 +184,8 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	args = append(args, "--", spec.Prompt)
 
 	conf := launcher.Confinement(spec, w, []string{configHome})
-	att := attestation(spec, w, cwd, configHome, credHow, servers, env)
-	launcher.AttestConfinement(&att, conf, spec, w)
+	claim := attestation(spec, w, cwd, configHome, credHow, servers, env)
+	launcher.AttestConfinement(claim, conf, spec, w)
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        args,
@@ -195,7 +193,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Dir:         cwd,
 		Dirs:        []string{configHome},
 		Files:       files,
-		Attestation: att,
+		Attestation: claim.Attestation(),
 		MCPServers:  nonNilStrings(servers),
 
 		StandInCredential: standIn,
@@ -203,47 +201,45 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}, nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string, env map[string]string) record.Attestation {
-	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
-	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
-	imposed("h1a", "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
-	imposed("h1b", "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
-	imposed("h2", `--setting-sources "" loads no user, project or local settings`)
-	imposed("h3", launcher.EnvRow(env, callerKeys))
-	imposed("h4", credHow)
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string, env map[string]string) *attest.Claim {
+	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
+	c.Impose(attest.H1a, "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
+	c.Impose(attest.H1b, "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
+	c.Impose(attest.H2, `--setting-sources "" loads no user, project or local settings`)
+	c.Impose(attest.H3, launcher.EnvRow(env, callerKeys))
+	c.Impose(attest.H4, credHow)
 	switch {
 	case len(servers) > 0 && w.CatalogueCopy == "":
 		programs := "none"
 		if len(spec.AllowProgs) > 0 {
 			programs = strings.Join(spec.AllowProgs, ", ")
 		}
-		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve with the default verbs "+strings.Join(mcpserve.Verbs(), ", ")+"; programs behind its run entry: "+programs+")")
+		c.Impose(attest.H5, "--strict-mcp-config with one server, metaharness (mcp-serve with the default verbs "+strings.Join(mcpserve.Verbs(), ", ")+"; programs behind its run entry: "+programs+")")
 	case len(servers) > 0:
-		imposed("h5", "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")
+		c.Impose(attest.H5, "--strict-mcp-config with one server, metaharness (mcp-serve --catalogue "+w.CatalogueCopy+")")
 	default:
-		imposed("h5", "--strict-mcp-config and no --mcp-config: no MCP server")
+		c.Impose(attest.H5, "--strict-mcp-config and no --mcp-config: no MCP server")
 	}
 	switch spec.Credentials {
 	case launcher.CredentialsLoopback:
-		imposed("h6", "no credential file in the child's config home; the token stays with the loopback proxy")
+		c.Impose(attest.H6, "no credential file in the child's config home; the token stays with the loopback proxy")
 	default:
-		imposed("h6", "no credential file is copied into the child's config home")
+		c.Impose(attest.H6, "no credential file is copied into the child's config home")
 	}
-	imposed("h8", "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
+	c.Impose(attest.H8, "no --bare or --safe-mode on the argv; CLAUDE_CODE_SAFE_MODE and CLAUDE_CODE_SIMPLE are not in the constructed environment")
 	attest.AttestWorkdir(attest.Workdir{
 		Kind: "claude", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
-	}, &a)
+	}, c)
 	if spec.Credentials != launcher.CredentialsLoopback {
-		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: "h12", Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
+		c.Unavailable(attest.H12, "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network")
 	} else {
-		imposed("h12", launcher.GateHow(spec.AllowEgress))
+		c.Impose(attest.H12, launcher.GateHow(spec.AllowEgress))
 	}
 	if spec.Decisions == frame.ModeObserve {
-		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
+		c.Ambient("observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
 	}
-	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
-	return a
+	return c
 }
 
 // ownedServer is the owned surface's server, when the run has one: the

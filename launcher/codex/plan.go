@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
-	"github.com/metaharness/metaharness/record"
 )
 
 // ContextChannel is how declared context files reach the model: the
@@ -208,8 +206,8 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
 	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
-	att := attestation(spec, w, cwd, codexHome, credHow, native, env)
-	launcher.AttestConfinement(&att, conf, spec, w)
+	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
+	launcher.AttestConfinement(claim, conf, spec, w)
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
@@ -218,7 +216,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		StdinPipe:   true,
 		Dirs:        []string{codexHome},
 		Files:       files,
-		Attestation: att,
+		Attestation: claim.Attestation(),
 		MCPServers:  []string{},
 		Confinement: conf,
 	}, nil
@@ -345,65 +343,41 @@ func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox
 	return t.String()
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool, env map[string]string) record.Attestation {
-	a := record.Attestation{Mode: string(spec.Hermetic), Decisions: string(spec.Decisions)}
-	imposed := func(row, how string) { a.Imposed = append(a.Imposed, record.RowHow{Row: row, How: how}) }
-	imposed(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
-	imposed(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
-	a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H2, Why: "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)"})
-	imposed(attest.H3, launcher.EnvRow(env, nil))
-	imposed(attest.H4, credHow)
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool, env map[string]string) *attest.Claim {
+	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
+	c.Impose(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
+	c.Impose(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
+	c.Unavailable(attest.H2, "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)")
+	c.Impose(attest.H3, launcher.EnvRow(env, nil))
+	c.Impose(attest.H4, credHow)
 	if native {
-		imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
+		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
 	} else {
-		imposed(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
+		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
 	}
 	if spec.Credentials == launcher.CredentialsLoopback {
-		imposed(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
+		c.Impose(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
 	} else {
-		imposed(attest.H6, "no credential file is copied into the scratch CODEX_HOME")
+		c.Impose(attest.H6, "no credential file is copied into the scratch CODEX_HOME")
 	}
-	imposed(attest.H8, "app-server runs with --strict-config and no flag that skips hooks or customizations")
+	c.Impose(attest.H8, "app-server runs with --strict-config and no flag that skips hooks or customizations")
 	attest.AttestWorkdir(attest.Workdir{
 		Kind: "codex", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
-	}, &a)
+	}, c)
+	// H7 states the write grant in whichever state AttestWorkdir put it.
 	if native {
-		grantH7(&a, fmt.Sprintf("native tools: codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded, no network), and a command or patch the run accepts through an approval runs outside that sandbox", cwd))
+		c.Add(attest.H7, fmt.Sprintf("; native tools: codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded, no network), and a command or patch the run accepts through an approval runs outside that sandbox", cwd))
 	} else if spec.Cwd != "" {
-		grantH7(&a, fmt.Sprintf("codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
+		c.Add(attest.H7, fmt.Sprintf("; codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
 	}
 	if spec.Credentials != launcher.CredentialsLoopback {
-		a.Unavailable = append(a.Unavailable, record.RowWhy{Row: attest.H12, Why: "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network"})
+		c.Unavailable(attest.H12, "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network")
 	} else {
-		imposed(attest.H12, launcher.GateHow(spec.AllowEgress))
+		c.Impose(attest.H12, launcher.GateHow(spec.AllowEgress))
 	}
 	if spec.Decisions == frame.ModeObserve {
-		a.AmbientInputs = append(a.AmbientInputs, "observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
+		c.Ambient("observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
 	}
-	sort.SliceStable(a.Imposed, func(i, j int) bool { return attest.RowOrder(a.Imposed[i].Row) < attest.RowOrder(a.Imposed[j].Row) })
-	sort.SliceStable(a.Unavailable, func(i, j int) bool {
-		return attest.RowOrder(a.Unavailable[i].Row) < attest.RowOrder(a.Unavailable[j].Row)
-	})
-	return a
-}
-
-// grantH7 states a write grant in the H7 row, in whichever state
-// AttestWorkdir put it.
-func grantH7(a *record.Attestation, grant string) {
-	for i := range a.Imposed {
-		if a.Imposed[i].Row == attest.H7 {
-			a.Imposed[i].How += "; " + grant
-		}
-	}
-	for i := range a.Unavailable {
-		if a.Unavailable[i].Row == attest.H7 {
-			a.Unavailable[i].Why += "; " + grant
-		}
-	}
-	for i := range a.Declared {
-		if a.Declared[i].Row == attest.H7 {
-			a.Declared[i].What += "; " + grant
-		}
-	}
+	return c
 }

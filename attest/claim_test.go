@@ -1,0 +1,66 @@
+package attest
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestClaim holds the builder to its rules: each row once, in one state;
+// later hands add to a claimed row or withdraw an imposition; the lists
+// come out as the report orders them.
+func TestClaim(t *testing.T) {
+	c := NewClaim(ModeStrict, "frame")
+	c.Impose(H12, "gate")
+	c.Impose(H4, "placeholder")
+	c.Unavailable(H7, "operator's tree")
+	c.Declare(H11, "declared")
+	c.Impose(H6, "no file")
+	c.Enforce(H4, "namespaces")
+	c.Add(H7, "; and more")
+	c.Withdraw(H6, "unconfined")
+	c.Withdraw(H7, "no effect on a row that is not imposed")
+	c.Ambient("x")
+	c.Ambient("x")
+	a := c.Attestation()
+	b, _ := json.Marshal(a)
+	want := `{"mode":"strict","decisions":"frame",` +
+		`"imposed":[{"row":"h4","how":"placeholder; namespaces"},{"row":"h12","how":"gate"}],` +
+		`"unavailable":[{"row":"h7","why":"operator's tree; and more"},{"row":"h6","why":"unconfined (the launch itself: no file)"}],` +
+		`"declared":[{"row":"h11","what":"declared"}],"ambient_inputs":["x"],"installed_plugins":[]}`
+	if string(b) != want {
+		t.Errorf("attestation\n got %s\nwant %s", b, want)
+	}
+
+	for name, misuse := range map[string]func(*Claim){
+		"claimed twice":         func(c *Claim) { c.Impose(H2, "a"); c.Unavailable(H2, "b") },
+		"enforce unclaimed":     func(c *Claim) { c.Enforce(H3, "x") },
+		"enforce unavailable":   func(c *Claim) { c.Unavailable(H3, "x"); c.Enforce(H3, "y") },
+		"add to unclaimed":      func(c *Claim) { c.Add(H3, "x") },
+		"withdraw an unclaimed": func(c *Claim) { c.Withdraw(H3, "x") },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), "h2") && !strings.Contains(r.(string), "h3") {
+					t.Errorf("%s: want a panic naming the row, got %v", name, r)
+				}
+			}()
+			misuse(NewClaim("", ""))
+		}()
+	}
+}
+
+// TestRowIDText: a row reads back from the wire's spelling, and a row the
+// floor does not list is refused.
+func TestRowIDText(t *testing.T) {
+	for _, spec := range Rows {
+		var id RowID
+		if err := id.UnmarshalText([]byte(spec.ID.String())); err != nil || id != spec.ID {
+			t.Errorf("%s: %v %v", spec.ID, id, err)
+		}
+	}
+	var id RowID
+	if err := id.UnmarshalText([]byte("h99")); err == nil {
+		t.Error("h99 was read as a row")
+	}
+}
