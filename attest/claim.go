@@ -114,13 +114,13 @@ func (c *Claim) Unavailable(row RowID, why string) { c.put(row, unavailable, why
 func (c *Claim) Declare(row RowID, what string) { c.put(row, declared, what) }
 
 // Enforce says how an imposed row is enforced besides the launch itself
-// (the confinement's words), after what the launch said.
+// (the confinement's words), after what the launch said. A row the launch
+// claimed unavailable or declared stays as it was: nothing imposed it, so
+// nothing enforces it.
 func (c *Claim) Enforce(row RowID, how string) {
-	r := c.claimedRow(row, "enforce")
-	if r.state != imposed {
-		panic(fmt.Sprintf("attest: enforce on row %s, which the launch did not impose", row))
+	if r := c.claimedRow(row, "enforce"); r.state == imposed {
+		r.words += "; " + how
 	}
-	r.words += "; " + how
 }
 
 // Add appends words to row in whatever state it was claimed.

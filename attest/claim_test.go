@@ -17,6 +17,7 @@ func TestClaim(t *testing.T) {
 	c.Declare(H11, "declared")
 	c.Impose(H6, "no file")
 	c.Enforce(H4, "namespaces")
+	c.Enforce(H7, "not imposed, so not enforced")
 	c.Add(H7, "; and more")
 	c.Withdraw(H6, "unconfined")
 	c.Withdraw(H7, "no effect on a row that is not imposed")
@@ -35,7 +36,6 @@ func TestClaim(t *testing.T) {
 	for name, misuse := range map[string]func(*Claim){
 		"claimed twice":         func(c *Claim) { c.Impose(H2, "a"); c.Unavailable(H2, "b") },
 		"enforce unclaimed":     func(c *Claim) { c.Enforce(H3, "x") },
-		"enforce unavailable":   func(c *Claim) { c.Unavailable(H3, "x"); c.Enforce(H3, "y") },
 		"add to unclaimed":      func(c *Claim) { c.Add(H3, "x") },
 		"withdraw an unclaimed": func(c *Claim) { c.Withdraw(H3, "x") },
 	} {

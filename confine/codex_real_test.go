@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // TestCodexSandboxInside: the vendor's own sandbox still works inside ours.

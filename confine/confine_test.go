@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // TestMain lets the test binary be the init (internal-init) and the

@@ -22,7 +22,7 @@ type C1Vector struct {
 	// CLI's anti-drift test holds every flag of every kind to a vector or
 	// a testscript, and each claim here to that difference.
 	Covers  []string        `json:"covers,omitempty"`
-	Spec    launcher.Spec   `json:"spec"`
+	Spec    kinds.Spec      `json:"spec"`
 	World   json.RawMessage `json:"world"`
 	Plan    *launcher.Plan  `json:"plan,omitempty"`
 	Refusal *C1Refusal      `json:"refusal,omitempty"`
@@ -45,7 +45,7 @@ func PlanC1(v *C1Vector) (*launcher.Plan, *C1Refusal, error) {
 	if err := json.Unmarshal(v.World, &w); err != nil {
 		return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
 	}
-	p, err := runner.Plan(&v.Spec, &w)
+	p, err := runner.Plan(&v.Spec.Spec, &w)
 	var r *exit.Refusal
 	if errors.As(err, &r) {
 		return nil, &C1Refusal{Name: r.Name, Message: r.Message}, nil

@@ -11,14 +11,11 @@ import (
 )
 
 // Rules are what a kind accepts of a spec, as data its descriptor
-// declares: CheckSpec reads them and never a kind's name.
+// declares: checkSpec reads them and never a kind's name.
 type Rules struct {
 	// PromptOptional: the kind runs without a task (a loop that reads its
 	// own).
 	PromptOptional bool
-	// LoopFlags: the loop-only flags (Spec.B10x) reach this kind; on any
-	// other each is refused by name (b10x-only-flag).
-	LoopFlags bool
 	// NoOwnedSurface says why --tool-surface owned cannot be honoured
 	// (tool-surface-unsupported); "" when it can.
 	NoOwnedSurface string
@@ -37,17 +34,17 @@ type Rules struct {
 	Credentials map[Credentials]string
 }
 
-// CheckSpec refuses, before anything is started, every flag the kind cannot
+// checkSpec refuses, before anything is started, every flag the kind cannot
 // honour and every combination that cannot mean what it says. The first
 // problem found is reported. It is pure: it reads only the spec and the
 // kind's descriptor.
-func CheckSpec(s *Spec, d *Descriptor) error {
+func checkSpec(s *Spec, d *Descriptor) error {
 	rules := d.Rules
 	if !rules.PromptOptional && strings.TrimSpace(s.Prompt) == "" {
 		return exit.Refuse(RefuseNoPrompt, "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
 	}
-	if !rules.LoopFlags {
-		if err := refuseLoopFlags(s); err != nil {
+	if f := s.KindFlags; f != nil && f.Kind() != s.Kind {
+		if err := f.RefuseOn(s.Kind); err != nil {
 			return err
 		}
 	}
@@ -119,55 +116,23 @@ func checkCredentials(s *Spec, rules Rules) error {
 		return exit.Refuse(RefuseAllowEgressNeedsLoopback, "--allow-egress %s opens the loopback proxy's egress gate, and --credentials is %s; use --credentials loopback or drop it", s.AllowEgress[0], s.Credentials)
 	}
 	if s.ModelEndpoint != "" {
-		if err := CheckDialURL("--model-endpoint", s.ModelEndpoint); err != nil {
+		if err := checkDialURL("--model-endpoint", s.ModelEndpoint); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// CheckDialURL refuses a URL metaharness or its child would dial unless it
+// checkDialURL refuses a URL metaharness or its child would dial unless it
 // is https, or http to a genuine loopback host (127.0.0.0/8, ::1,
 // localhost). Private-network addresses are not loopback.
-func CheckDialURL(flag, raw string) error {
+func checkDialURL(flag, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return exit.Refuse(RefuseURLInvalid, "%s %q is not an http(s) URL with a host; give a root URL such as https://api.anthropic.com", flag, raw)
 	}
 	if u.Scheme == "http" && !loopbackhost.Is(u.Hostname()) {
 		return exit.Refuse(RefuseURLNotHTTPS, "%s %s: plain http is allowed only to a loopback host (127.0.0.0/8, ::1, localhost), and %s is not one; use https", flag, raw, u.Hostname())
-	}
-	return nil
-}
-
-// refuseLoopFlags names the first loop-only flag given on a kind they do
-// not reach.
-func refuseLoopFlags(s *Spec) error {
-	b := s.B10x
-	for _, f := range []struct {
-		flag string
-		set  bool
-	}{
-		{"--prices", b.Prices != ""},
-		{"--substrate", b.Substrate != ""},
-		{"--substrate-embedded", b.SubstrateEmbedded},
-		{"--cgroup-root", b.CgroupRoot != ""},
-		{"--toolchain", b.Toolchain != ""},
-		{"--model-wire", b.ModelWire != ""},
-		{"--subscription-token-file", b.SubscriptionTokenFile != ""},
-		{"--subscription-token-env", b.SubscriptionTokenEnv != ""},
-		{"--subscription-token-pointer", b.SubscriptionTokenPointer != ""},
-		{"--api-key-secret", b.APIKeySecret != ""},
-		{"--write-scope", len(b.WriteScope) > 0},
-		{"--scope-announce silent", b.ScopeAnnounce == "silent"},
-		{"--process-write-subtree", len(b.ProcessWriteSubtree) > 0},
-		{"--hooks", b.Hooks != ""},
-		{"--driver", b.Driver != ""},
-	} {
-		if f.set {
-			return exit.Refuse(RefuseB10xOnlyFlag, "%s reaches the beyond10x loop only and cannot be honoured on %s: a vendor arm's scope and confinement travel sealed in the frame, and a flag would be a second, unsealed copy; drop %s",
-				f.flag, s.Kind, strings.Fields(f.flag)[0])
-		}
 	}
 	return nil
 }

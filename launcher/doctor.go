@@ -84,7 +84,7 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 		checks = append(checks, Check{s, name, fmt.Sprintf(format, args...)})
 	}
 	childPath := ChildPath(callerHome)
-	binary, err := LookPath(d.Binary, childPath)
+	binary, err := lookPath(d.Binary, childPath)
 	if err != nil {
 		add(Fail, "binary", "%s", vendorMissing(d, err))
 	} else {
@@ -138,7 +138,7 @@ func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pi
 	if err := os.Mkdir(home, 0o700); err != nil {
 		return nil, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor in %s", scratch)
 	}
-	version, err := VersionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
+	version, err := versionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
 	switch {
 	case err != nil:
 		checks = append(checks, Check{Fail, "version", fmt.Sprintf("the version of %s could not be read (%v), so it cannot be held to the pin (%s)", binary, err, pins)})
@@ -178,8 +178,8 @@ func vendorMissing(d *Descriptor, err error) string {
 	return fmt.Sprintf("%v; %s", err, d.Install)
 }
 
-// VendorNotFound is the run's refusal when the kind's binary is not on the
+// vendorNotFound is the run's refusal when the kind's binary is not on the
 // child's PATH, with the same fix doctor prints.
-func VendorNotFound(d *Descriptor, err error) error {
+func vendorNotFound(d *Descriptor, err error) error {
 	return exit.Refuse(RefuseVendorNotFound, "%s", vendorMissing(d, err))
 }

@@ -57,7 +57,7 @@ type Descriptor struct {
 	// Memory is how the kind's loader treats memory files (H11, the walk
 	// before the spawn).
 	Memory attest.Memory
-	// Rules are what the kind accepts of a spec (CheckSpec).
+	// Rules are what the kind accepts of a spec (checkSpec).
 	Rules Rules
 	// Catalogue is how the kind carries --catalogue (the contract's
 	// run-time checks).
@@ -118,6 +118,11 @@ type Session interface {
 // Run calls CheckSpec after the kind-neutral checks, before anything starts.
 type SpecChecker interface {
 	CheckSpec(spec *Spec) error
+}
+
+// FlagsKind is a kind with run flags of its own (KindFlags).
+type FlagsKind interface {
+	NewFlags() KindFlags
 }
 
 // Refuser is a session whose child can refuse its launch after the spawn,

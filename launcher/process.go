@@ -17,32 +17,32 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// KillGrace is how long a child's process group gets between SIGTERM and
+// killGrace is how long a child's process group gets between SIGTERM and
 // SIGKILL when the run is stopped. With the wind-up after it, a stopped run
 // returns well within the four seconds an embedder is promised.
-const KillGrace = 1500 * time.Millisecond
+const killGrace = 1500 * time.Millisecond
 
 // stderrDrain bounds how long Wait copies the child's stderr after the
 // child has exited, should something it started still hold the pipe.
 const stderrDrain = time.Second
 
-// Child is a spawned vendor process: under a confinement (Plan.Confinement)
+// child is a spawned vendor process: under a confinement (Plan.Confinement)
 // its init, PID 1 of the child's namespaces, whose end ends every process in
 // them; unconfined, the leader of its own process group. Either way,
 // stopping the run stops everything it started.
-type Child struct {
+type child struct {
 	cmd   *exec.Cmd
 	init  *confine.Init // nil: unconfined
 	stdin io.WriteCloser
 	done  chan struct{}
 }
 
-// Spawn starts plan's program with exactly plan's environment, in plan's
+// spawnPlan starts plan's program with exactly plan's environment, in plan's
 // directory (inside plan.Confinement when there is one), stdin from
 // /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
 // returned reader and stderr copied to stderr, escape sequences left out.
-func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
-	c := &Child{done: make(chan struct{})}
+func spawnPlan(plan *Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
+	c := &child{done: make(chan struct{})}
 	if plan.Confinement != nil {
 		var err error
 		c.init, err = confine.New(plan.Confinement, confine.Command{
@@ -86,12 +86,12 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 }
 
 // Stdin is the child's stdin under Plan.StdinPipe, else nil.
-func (c *Child) Stdin() io.WriteCloser { return c.stdin }
+func (c *child) Stdin() io.WriteCloser { return c.stdin }
 
 // Listener is the listener opened inside a confined child's network
 // namespace (confine.Spec.Listen), nil without one: the loopback proxy
 // serves it (loopback.Proxy.Serve).
-func (c *Child) Listener() net.Listener {
+func (c *child) Listener() net.Listener {
 	if c.init == nil {
 		return nil
 	}
@@ -101,16 +101,16 @@ func (c *Child) Listener() net.Listener {
 // Wait waits for the child after its stdout has been read to the end, and
 // reports how it ended: the vendor's own end, as its init saw it, under a
 // confinement.
-func (c *Child) Wait() *record.Process {
+func (c *child) Wait() *record.Process {
 	defer close(c.done)
 	if c.init == nil {
 		_ = c.cmd.Wait()
-		return ProcessOf(c.cmd.ProcessState)
+		return processOf(c.cmd.ProcessState)
 	}
 	ex, _ := c.init.Wait()
 	switch {
 	case ex == nil: // the init ended without saying: its own end is the child's
-		return ProcessOf(c.cmd.ProcessState)
+		return processOf(c.cmd.ProcessState)
 	case ex.Signal != nil:
 		return &record.Process{Kind: "signaled", Signal: ex.Signal}
 	case ex.Code != nil:
@@ -121,11 +121,11 @@ func (c *Child) Wait() *record.Process {
 
 // Stop ends the child and everything it started: SIGTERM (to the process
 // group; under a confinement to the init, which passes it to the vendor's
-// group), then SIGKILL after KillGrace or when ctx ends, whichever is first.
+// group), then SIGKILL after killGrace or when ctx ends, whichever is first.
 // It returns at once when the child has already exited.
-func (c *Child) Stop(ctx context.Context) {
+func (c *child) Stop(ctx context.Context) {
 	c.signal(syscall.SIGTERM)
-	t := time.NewTimer(KillGrace)
+	t := time.NewTimer(killGrace)
 	defer t.Stop()
 	select {
 	case <-c.done:
@@ -137,7 +137,7 @@ func (c *Child) Stop(ctx context.Context) {
 	c.signal(syscall.SIGKILL)
 }
 
-func (c *Child) signal(sig syscall.Signal) {
+func (c *child) signal(sig syscall.Signal) {
 	switch {
 	case c.init != nil && sig == syscall.SIGKILL:
 		_ = c.init.Signal(sig)
@@ -149,8 +149,8 @@ func (c *Child) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-c.cmd.Process.Pid, sig)
 }
 
-// ProcessOf renders an exit status for stream.closed.process.
-func ProcessOf(st *os.ProcessState) *record.Process {
+// processOf renders an exit status for stream.closed.process.
+func processOf(st *os.ProcessState) *record.Process {
 	if st == nil {
 		return &record.Process{Kind: "unknown"}
 	}
@@ -166,9 +166,9 @@ func ProcessOf(st *os.ProcessState) *record.Process {
 	return &record.Process{Kind: "unknown"}
 }
 
-// LookPath finds an executable regular file named name on path (a
+// lookPath finds an executable regular file named name on path (a
 // colon-separated list), the way the child's own PATH would.
-func LookPath(name, path string) (string, error) {
+func lookPath(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
@@ -196,12 +196,12 @@ func ChildPath(callerHome string) string {
 // under a second (Claude Code 0.03 s, Codex 0.12 s).
 const versionDeadline = 10 * time.Second
 
-// VersionOf runs "binary --version" with env and returns the first word that
+// versionOf runs "binary --version" with env and returns the first word that
 // starts with a digit ("2.1.328 (Claude Code)" → "2.1.328"). The probe is
 // the leader of its own process group: when ctx ends or versionDeadline
-// passes, the whole group is killed and VersionOf returns at once, even if
+// passes, the whole group is killed and versionOf returns at once, even if
 // something the probe started still holds its stdout.
-func VersionOf(ctx context.Context, binary string, env []string) (string, error) {
+func versionOf(ctx context.Context, binary string, env []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, versionDeadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--version")

@@ -7,7 +7,6 @@ const (
 	// CheckSpec: a flag the kind cannot honour, or a combination that
 	// cannot mean what it says.
 	RefuseNoPrompt                      exit.Name = "no-prompt"
-	RefuseB10xOnlyFlag                  exit.Name = "b10x-only-flag"
 	RefuseAddDirDenied                  exit.Name = "add-dir-denied"
 	RefuseScratchCWDNeedsCWD            exit.Name = "scratch-cwd-needs-cwd"
 	RefuseToolSurfaceUnsupported        exit.Name = "tool-surface-unsupported"

@@ -20,7 +20,7 @@ type services struct {
 	sess Session
 
 	mu    sync.Mutex
-	child *Child
+	child *child
 
 	once   sync.Once
 	server *mcpserve.Server // the in-process catalogue server, made at the first Perform
@@ -31,7 +31,7 @@ var _ Services = (*services)(nil)
 
 func (v *services) Engine() *frame.Engine { return v.eng }
 
-func (v *services) Contract() *mcpserve.Contract { return v.r.contract }
+func (v *services) Contract() *mcpserve.Contract { return v.r.in.contract }
 
 func (v *services) Started(at string, ev *record.SessionStarted) {
 	v.r.complete(ev, v.plan)
@@ -60,12 +60,12 @@ func (v *services) Decide(ctx context.Context, req decide.Request) record.Decisi
 
 func (v *services) Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (string, bool, error) {
 	v.once.Do(func() {
-		if v.r.contract == nil {
+		if v.r.in.contract == nil {
 			v.srvErr = errors.New("this run has no --catalogue, so it performs no catalogue call")
 			return
 		}
 		v.server, v.srvErr = mcpserve.NewServer(mcpserve.Options{
-			Contract: v.r.contract, Workspace: v.r.cwd, Writable: v.r.writes,
+			Contract: v.r.in.contract, Workspace: v.r.tree.cwd, Writable: v.r.in.contract.Writes(),
 			Asker: decide.AskerFunc(func(ctx context.Context, req decide.Request) (record.Decision, error) {
 				return v.Decide(ctx, req), nil
 			}),
@@ -77,7 +77,7 @@ func (v *services) Perform(ctx context.Context, tool string, args json.RawMessag
 	return v.server.Call(ctx, tool, args, callID)
 }
 
-func (v *services) setChild(c *Child) {
+func (v *services) setChild(c *child) {
 	v.mu.Lock()
 	v.child = c
 	v.mu.Unlock()

@@ -129,7 +129,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 		return code, err
 	}
 	sum := attest.NewSummary(s.Kind, code)
-	sum.Run = r.runID
+	sum.Run = r.out.runID
 	if err != nil {
 		line := exit.Line(err)
 		sum.Reason = &line
@@ -151,7 +151,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 		}
 		sum.Records = append(sum.Records, e.written...)
 	}
-	if r.events != nil && r.events.Lines() > 0 {
+	if r.out.events != nil && r.out.events.Lines() > 0 {
 		for _, f := range s.eventFiles() {
 			sum.Records = append(sum.Records, attest.RecordFile{What: "events", Path: absPath(f.path)})
 		}

@@ -101,26 +101,21 @@ type Spec struct {
 	PluginDirs []string `json:"plugin_dir,omitempty"`
 	AddDirs    []string `json:"add_dir,omitempty"`
 
-	B10x B10xSpec `json:"b10x,omitempty"`
+	// KindFlags are the flags given that reach one kind only (b10x's),
+	// nil when the kind has none; a kind's own JSON key carries them in a
+	// C1 vector (launcher/kinds).
+	KindFlags KindFlags `json:"-"`
 }
 
-// B10xSpec holds the flags that reach the beyond10x loop only.
-type B10xSpec struct {
-	Hooks                    string   `json:"hooks,omitempty"`
-	Driver                   string   `json:"driver,omitempty"`
-	Substrate                string   `json:"substrate,omitempty"`
-	SubstrateEmbedded        bool     `json:"substrate_embedded,omitempty"`
-	CgroupRoot               string   `json:"cgroup_root,omitempty"`
-	Toolchain                string   `json:"toolchain,omitempty"`
-	Prices                   string   `json:"prices,omitempty"`
-	WriteScope               []string `json:"write_scope,omitempty"`
-	ScopeAnnounce            string   `json:"scope_announce,omitempty"`
-	ProcessWriteSubtree      []string `json:"process_write_subtree,omitempty"`
-	ModelWire                string   `json:"model_wire,omitempty"`
-	SubscriptionTokenFile    string   `json:"subscription_token_file,omitempty"`
-	SubscriptionTokenEnv     string   `json:"subscription_token_env,omitempty"`
-	SubscriptionTokenPointer string   `json:"subscription_token_pointer,omitempty"`
-	APIKeySecret             string   `json:"api_key_secret,omitempty"`
+// KindFlags are run flags that reach one kind's child only. The kind
+// defines them (its FlagsKind.NewFlags), the CLI fills them through the
+// kinds table, and the run's checks refuse each one given on another kind.
+type KindFlags interface {
+	// Kind names the kind the flags reach.
+	Kind() string
+	// RefuseOn is the refusal of the first flag given on kind, which it
+	// does not reach (nil when none was given).
+	RefuseOn(kind string) error
 }
 
 // AuditOwed reports whether the run owes an audit report: --audit, or

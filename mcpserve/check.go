@@ -23,16 +23,13 @@ type Carriage struct {
 // CheckFor applies the refusals that depend on the run rather than on the
 // file (the seed's --catalogue section), first match reported:
 // catalogue-not-carried on a kind that carries none,
-// catalogue-needs-owned-surface beside --tool-surface native,
 // catalogue-with-allow-program beside --allow-program, and
 // catalogue-name-reserved for an entry published under a name the kind
-// reserves. toolSurface is the flag as given ("" when it was not).
-func (c *Contract) CheckFor(carriage Carriage, toolSurface string, allowPrograms []string) error {
+// reserves. (catalogue-needs-owned-surface reads only the flags, so the
+// run's spec checks refuse it before the file is read.)
+func (c *Contract) CheckFor(carriage Carriage, allowPrograms []string) error {
 	if carriage.NotCarried != "" {
 		return exit.Refuse(RefuseNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
-	}
-	if toolSurface == "native" {
-		return exit.Refuse(RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a contract replaces the vendor's tools, which native keeps; drop --tool-surface native (or use owned)", c.Source)
 	}
 	if err := RefuseAllowPrograms(c.Source, allowPrograms); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -109,6 +110,51 @@ func (c *Contract) Entry(name string) (*Entry, bool) {
 		}
 	}
 	return nil, false
+}
+
+// Published lists the names the entries are published under, in order.
+func (c *Contract) Published() []string {
+	out := make([]string, 0, len(c.Entries))
+	for _, e := range c.Entries {
+		out = append(out, e.Published())
+	}
+	return out
+}
+
+// Writes reports whether an entry writes (file.write, file.edit): a server
+// for the contract must then be allowed to write beneath its workspace,
+// where the frame still decides each call.
+func (c *Contract) Writes() bool {
+	for _, e := range c.Entries {
+		if op := OperationOf(e.Name); op == "file.write" || op == "file.edit" {
+			return true
+		}
+	}
+	return false
+}
+
+// Operations lists, once each and in the entries' order, the operations
+// the contract's performed entries resolve to.
+func (c *Contract) Operations() []string {
+	ops := []string{}
+	for _, e := range c.Entries {
+		if op := OperationOf(e.Name); op != "" && !slices.Contains(ops, op) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// Unperformed lists the entries this build performs none of: they resolve
+// to no operation, so every call to one fails.
+func (c *Contract) Unperformed() []*Entry {
+	var out []*Entry
+	for _, e := range c.Entries {
+		if OperationOf(e.Name) == "" {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Equal reports whether two contracts hold the same document, and where

@@ -88,7 +88,7 @@ func wantLine(t *testing.T, path string) string {
 // roundTrip checks that a contract's scratch copy reads back identical.
 func roundTrip(t *testing.T, c *Contract) {
 	t.Helper()
-	if err := WriteScratchCopy(c, filepath.Join(t.TempDir(), "copy.json"), "nothing had started"); err != nil {
+	if err := WriteScratchCopy(c, filepath.Join(t.TempDir(), "copy.json")); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -209,20 +209,16 @@ entries:
 	}
 	for _, tc := range []struct {
 		carriage Carriage
-		surface  string
 		programs []string
 		code     exit.Name
 	}{
-		{carried, "", nil, ""},
-		{carried, "owned", nil, ""},
-		{reserving, "", nil, ""},
-		{notCarried, "", nil, RefuseNotCarried},
-		{notCarried, "native", []string{"make"}, RefuseNotCarried},
-		{carried, "native", nil, RefuseNeedsOwnedSurface},
-		{reserving, "native", []string{"make"}, RefuseNeedsOwnedSurface},
-		{carried, "", []string{"make"}, RefuseWithAllowProgram},
+		{carried, nil, ""},
+		{reserving, nil, ""},
+		{notCarried, nil, RefuseNotCarried},
+		{notCarried, []string{"make"}, RefuseNotCarried},
+		{carried, []string{"make"}, RefuseWithAllowProgram},
 	} {
-		err := c.CheckFor(tc.carriage, tc.surface, tc.programs)
+		err := c.CheckFor(tc.carriage, tc.programs)
 		if tc.code == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", tc, err)
@@ -231,7 +227,7 @@ entries:
 		}
 		wantRefusal(t, err, tc.code, "tools.yaml")
 	}
-	wantRefusal(t, c.CheckFor(notCarried, "", nil), RefuseNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
+	wantRefusal(t, c.CheckFor(notCarried, nil), RefuseNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
 }
 
 func TestCheckForReservedNames(t *testing.T) {
@@ -246,13 +242,13 @@ func TestCheckForReservedNames(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantRefusal(t, c.CheckFor(reserving, "", nil), RefuseNameReserved, tc.want)
-		if err := c.CheckFor(carried, "", nil); err != nil {
+		wantRefusal(t, c.CheckFor(reserving, nil), RefuseNameReserved, tc.want)
+		if err := c.CheckFor(carried, nil); err != nil {
 			t.Errorf("%s is reserved only where a kind says so: %v", tc.entry, err)
 		}
 	}
 	c, _ := ParseContract("t.yaml", []byte("format: metaharness.tool-contract/1\nentries: [{name: mcpx, summary: M., input: {type: object}}]\n"))
-	if err := c.CheckFor(reserving, "", nil); err != nil {
+	if err := c.CheckFor(reserving, nil); err != nil {
 		t.Errorf("mcpx is not reserved: %v", err)
 	}
 }

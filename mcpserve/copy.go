@@ -23,16 +23,16 @@ type ScratchCopier struct {
 
 // WriteScratchCopy writes c's scratch copy to path with the default writer;
 // see ScratchCopier.WriteCopy.
-func WriteScratchCopy(c *Contract, path, happened string) error {
-	return ScratchCopier{}.WriteCopy(c, path, happened)
+func WriteScratchCopy(c *Contract, path string) error {
+	return ScratchCopier{}.WriteCopy(c, path)
 }
 
 // WriteCopy renders the copy, checks in memory that it is within 4 MiB and
 // reads back as the same catalogue (catalogue-malformed otherwise: the
 // document cannot be carried), writes it, reads the file back with the
-// loader the server uses and compares (catalogue-copy-differs otherwise).
-// happened says what the run had already done by now, for the message.
-func (s ScratchCopier) WriteCopy(c *Contract, path, happened string) error {
+// loader the server uses and compares (catalogue-copy-differs otherwise,
+// to whose message a run adds what it had already done).
+func (s ScratchCopier) WriteCopy(c *Contract, path string) error {
 	data := c.CopyBytes()
 	if len(data) > MaxContractBytes {
 		return exit.Refuse(RefuseMalformed, "the tool contract %s would make a scratch copy of %d bytes, past the 4 MiB (%d bytes) limit; make the contract smaller", c.Source, len(data), MaxContractBytes)
@@ -45,9 +45,7 @@ func (s ScratchCopier) WriteCopy(c *Contract, path, happened string) error {
 		return exit.Refuse(RefuseMalformed, "the tool contract %s would not read back as the same catalogue from its scratch copy (it differs at %s); simplify that value", c.Source, orRoot(where))
 	}
 	differs := func(what string, err error) error {
-		r := exit.Wrap(RefuseCopyDiffers, err, "the scratch copy %s of %s %s", path, c.Source, what)
-		r.Message += "; " + happened
-		return r
+		return exit.Wrap(RefuseCopyDiffers, err, "the scratch copy %s of %s %s", path, c.Source, what)
 	}
 	write := s.Write
 	if write == nil {

@@ -152,10 +152,9 @@ func loadGood(t *testing.T) *Contract {
 	return c
 }
 
-const happened = "the scratch files were written and the loopback proxy had started; no vendor session was started"
-
 // TestCopyDiffersWithFaultyWriter injects writers that lose or change
-// bytes: the read-back catches each, and the message says what had happened.
+// bytes: the read-back catches each, and the message names the copy and
+// the contract.
 func TestCopyDiffersWithFaultyWriter(t *testing.T) {
 	c := loadGood(t)
 	for name, tc := range map[string]struct {
@@ -175,8 +174,8 @@ func TestCopyDiffersWithFaultyWriter(t *testing.T) {
 		"nothing written": {func(string, []byte) error { return nil }, "does not read back as the checked catalogue"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := ScratchCopier{Write: tc.write}.WriteCopy(c, filepath.Join(t.TempDir(), "copy.json"), happened)
-			wantRefusal(t, err, RefuseCopyDiffers, tc.want, happened, "good_minimal.yaml")
+			err := ScratchCopier{Write: tc.write}.WriteCopy(c, filepath.Join(t.TempDir(), "copy.json"))
+			wantRefusal(t, err, RefuseCopyDiffers, tc.want, "good_minimal.yaml")
 		})
 	}
 }
@@ -187,7 +186,7 @@ func TestCopyNeverOverwrites(t *testing.T) {
 	if err := os.WriteFile(p, []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantRefusal(t, WriteScratchCopy(c, p, happened), RefuseCopyDiffers, "could not be written", "file exists")
+	wantRefusal(t, WriteScratchCopy(c, p), RefuseCopyDiffers, "could not be written", "file exists")
 	if got, _ := os.ReadFile(p); string(got) != "mine" {
 		t.Errorf("the copy overwrote an existing file: %q", got)
 	}
@@ -196,7 +195,7 @@ func TestCopyNeverOverwrites(t *testing.T) {
 func TestCopyIsServedAsWritten(t *testing.T) {
 	c := loadGood(t)
 	p := filepath.Join(t.TempDir(), "copy.json")
-	if err := WriteScratchCopy(c, p, happened); err != nil {
+	if err := WriteScratchCopy(c, p); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(p)
@@ -226,7 +225,7 @@ func TestCopyPast4MiB(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "copy.json")
-	wantRefusal(t, WriteScratchCopy(c, p, happened), RefuseMalformed, "would make a scratch copy of", "past the 4 MiB")
+	wantRefusal(t, WriteScratchCopy(c, p), RefuseMalformed, "would make a scratch copy of", "past the 4 MiB")
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Errorf("a copy was written: %v", err)
 	}
@@ -243,7 +242,7 @@ func TestCopyWouldNotReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "copy.json")
-	err = WriteScratchCopy(c, p, happened)
+	err = WriteScratchCopy(c, p)
 	wantRefusal(t, err, RefuseMalformed, "would not read back", "long.yaml")
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Errorf("a copy was written: %v", err)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // The real MCP clients (SPEC §13): the official TypeScript SDK client, the

@@ -37,7 +37,26 @@ const c1Vectors = "../../conformance/testdata/c1"
 // runFlag is one flag of run and the Spec fields it sets.
 type runFlag struct {
 	flag   *kong.Flag
-	fields [][]int // index paths into launcher.Spec
+	fields [][]int // index paths into a specView
+}
+
+// specView is a spec with each kind's own flags as plain fields, so that
+// every flag's field has an index path.
+type specView struct {
+	launcher.Spec
+	Flags kinds.Flags
+}
+
+func viewOf(s launcher.Spec) specView {
+	v := specView{Spec: s, Flags: kinds.FlagsOf(&s)}
+	v.KindFlags = nil
+	return v
+}
+
+func (v specView) spec() launcher.Spec {
+	s := v.Spec
+	s.KindFlags = v.Flags.Given()
+	return s
 }
 
 func (f runFlag) name() string { return "--" + f.flag.Name }
@@ -125,7 +144,7 @@ func runFlags(t *testing.T) (map[string]runFlag, *launcher.Spec) {
 		if f.Short == 'p' {
 			s = specOf(t, "claude", "-p", "sample")
 		}
-		rf := runFlag{flag: f, fields: changedFields(reflect.ValueOf(*base), reflect.ValueOf(*s), nil)}
+		rf := runFlag{flag: f, fields: changedFields(reflect.ValueOf(viewOf(*base)), reflect.ValueOf(viewOf(*s)), nil)}
 		if len(rf.fields) == 0 {
 			t.Errorf("%s sets no field of launcher.Spec: a flag the run never sees", rf.name())
 		}
@@ -140,7 +159,7 @@ func runFlags(t *testing.T) (map[string]runFlag, *launcher.Spec) {
 // alternatives are the values a field may take instead of the vector's:
 // the flag's default and, for an enum, each of its values.
 func alternatives(f runFlag, base *launcher.Spec, path []int) []reflect.Value {
-	def := reflect.ValueOf(*base).FieldByIndex(path)
+	def := reflect.ValueOf(viewOf(*base)).FieldByIndex(path)
 	out := []reflect.Value{def}
 	if f.flag.Enum == "" {
 		return out
@@ -186,12 +205,14 @@ func c1Covered(t *testing.T, flags map[string]runFlag, base *launcher.Spec) map[
 			}
 			shown := false
 			for _, path := range f.fields {
-				if reflect.DeepEqual(reflect.ValueOf(v.Spec).FieldByIndex(path).Interface(), reflect.ValueOf(*base).FieldByIndex(path).Interface()) {
+				if reflect.DeepEqual(reflect.ValueOf(viewOf(v.Spec.Spec)).FieldByIndex(path).Interface(), reflect.ValueOf(viewOf(*base)).FieldByIndex(path).Interface()) {
 					t.Errorf("%s covers %s, and its spec leaves it at the default", v.ID, name)
 				}
 				for _, alt := range alternatives(f, base, path) {
 					w := *v
-					reflect.ValueOf(&w.Spec).Elem().FieldByIndex(path).Set(alt)
+					view := viewOf(w.Spec.Spec)
+					reflect.ValueOf(&view).Elem().FieldByIndex(path).Set(alt)
+					w.Spec.Spec = view.spec()
 					if got := outcome(&w); got != nil && !bytes.Equal(got, want) {
 						shown = true
 					}

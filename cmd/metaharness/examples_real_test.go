@@ -16,8 +16,8 @@ import (
 	"github.com/rhysd/actionlint"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // examplesDir holds the examples docs/embedding.md shows.

@@ -18,7 +18,7 @@ import (
 // vendorCmd is the script command `vendor NAME…`: it puts the test binary
 // at $HOME/.local/bin/NAME, where a run looks its vendor up, so that it
 // runs as the stand-in TestMain registers under that name
-// (conformance/fakevendor). A hard link where it can, else a copy: the
+// (testkit/fakevendor). A hard link where it can, else a copy: the
 // child may be confined to see the vendor binary and not what a symbolic
 // link points at.
 func vendorCmd(ts *testscript.TestScript, neg bool, args []string) {

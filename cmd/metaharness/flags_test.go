@@ -49,7 +49,7 @@ func TestEveryVerbRefusesAnUnknownFlag(t *testing.T) {
 			append(append([]string{verb}, pos...), "--no-such-flag=1", "--"),
 		} {
 			var stdout, stderr bytes.Buffer
-			code := Main(args, nil, &stdout, &stderr, func(string) string { return "" })
+			code := Main(args, nil, &stdout, &stderr, nil)
 			want := "metaharness: usage: unknown flag --no-such-flag"
 			if code != exit.Refused || !strings.HasPrefix(stderr.String(), want) || strings.Count(stderr.String(), "\n") != 1 {
 				t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line starting %q", args, code, stderr.String(), want)
@@ -96,7 +96,7 @@ func TestGrammarOfOneVerb(t *testing.T) {
 					whole.WriteString(exit.Line(exit.Refuse(exit.RefuseUsage, "%v; see metaharness --help", err)) + "\n")
 				}
 			}()
-			Main(args, strings.NewReader(""), &one, &one, func(string) string { return "" })
+			Main(args, strings.NewReader(""), &one, &one, nil)
 			if one.String() != whole.String() {
 				t.Errorf("%v: one verb's grammar says\n%s\nthe whole CLI's\n%s", args, one.String(), whole.String())
 			}

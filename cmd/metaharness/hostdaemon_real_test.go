@@ -21,8 +21,8 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // daemonSession is one Command run the way Auto Harness's host daemon runs

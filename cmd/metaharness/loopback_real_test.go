@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // childWatch snapshots the vendor child's process tree each time the

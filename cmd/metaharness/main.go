@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"reflect"
 	"strings"
@@ -46,14 +47,20 @@ type env struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	getenv func(string) string
+	vars   map[string]string // the caller's environment, as Main was given it
 	log    *zap.Logger
 }
 
+// getenv is one variable of the caller's environment, "" when unset.
+func (e *env) getenv(k string) string { return e.vars[k] }
+
 // environ is the caller's environment as a map, for the launcher's World.
-func (e *env) environ() map[string]string {
-	m := map[string]string{}
-	for _, kv := range os.Environ() {
+func (e *env) environ() map[string]string { return maps.Clone(e.vars) }
+
+// envMap reads KEY=VALUE entries (os.Environ's form); a later entry wins.
+func envMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
 			m[k] = v
 		}
@@ -72,12 +79,13 @@ func main() {
 	// and no descriptor the caller left open reaches a child.
 	_ = confine.NonDumpable()
 	confine.CloseOnExec()
-	os.Exit(int(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)))
+	os.Exit(int(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ())))
 }
 
-// Main runs one invocation and returns its exit code. Every refusal prints
-// exactly one line on stderr.
-func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) exit.Code {
+// Main runs one invocation with the caller's environment (os.Environ's
+// form) and returns its exit code. Every refusal prints exactly one line on
+// stderr.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) exit.Code {
 	fail := func(err error) exit.Code {
 		fmt.Fprintln(stderr, exit.Line(err))
 		return exit.Refused
@@ -93,7 +101,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(
 		}
 		return code // --help or --version
 	}
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, log: newLogger(stderr, getenv)}
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, vars: envMap(environ)}
+	e.log = newLogger(stderr, e.getenv)
 	defer func() { _ = e.log.Sync() }()
 	v, ok := kctx.Selected().Target.Addr().Interface().(verb)
 	if !ok {

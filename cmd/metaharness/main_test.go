@@ -10,14 +10,14 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/metaharness/metaharness/conformance/fakevendor"
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/internal/b10xstandin"
+	"github.com/metaharness/metaharness/testkit/b10xstandin"
+	"github.com/metaharness/metaharness/testkit/fakevendor"
 )
 
 // TestMain lets the test binary stand in for metaharness inside scripts,
 // for the vendors (`vendor claude` puts the stand-in where a run looks for
-// it; conformance/fakevendor, and internal/b10xstandin for b10x-harness)
+// it; testkit/fakevendor, and testkit/b10xstandin for b10x-harness)
 // and for an embedder answering a run's stream on its stdin.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // TestNewcomerFirstRunReal is a newcomer's first own run: after

@@ -32,7 +32,7 @@ var phraseAllowed = map[string][]string{
 	// the line for an answer that had one.
 	"loopback/quota.go": {`"rate_limit_error"`, `"insufficient_quota"`, `"rate_limit_exceeded"`, `"usage_limit_reached"`},
 	// The one line for a real quota answer.
-	"launcher/run.go": {`"metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
+	"launcher/run_windup.go": {`"metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
 	// The event the vendor's own rate-limit notices become: stream
 	// content, never printed under --output final.
 	"record/events.go":   {`"rate_limit"`, `"rate_limit"`, `"rate_limit"`},

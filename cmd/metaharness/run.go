@@ -58,32 +58,12 @@ type runCmd struct {
 	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
 	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
-	B10x b10xFlags `embed:"" group:"b10x only (refused on claude and codex)"`
+	Kinds kinds.Flags `embed:""`
 
 	// Rest is partial passthrough: an unknown flag is a usage error, and
 	// the first positional ends the flags. Only what follows -- is meant to
 	// be here; anything else is refused by trailing.
 	Rest []string `arg:"" optional:"" passthrough:"partial" help:"After --: the task as the last argument (when -p is not given), and the auditor's pass-through arguments."`
-}
-
-// b10xFlags reach the beyond10x loop only; on claude and codex each is
-// refused by name, because a vendor arm's scope travels sealed in the frame.
-type b10xFlags struct {
-	Hooks                    string   `help:"b10x: the loop's hooks file." type:"path"`
-	Driver                   string   `help:"b10x: a program staged read-only for the confined run." type:"path"`
-	Substrate                string   `help:"b10x: the confinement substrate's socket." type:"path"`
-	SubstrateEmbedded        bool     `help:"b10x: use the embedded confinement substrate."`
-	CgroupRoot               string   `help:"b10x: the cgroup root for confinement." type:"path"`
-	Toolchain                string   `help:"b10x: the toolchain to expose."`
-	Prices                   string   `help:"b10x: a rate card; each priced request's cost is summed into session.ended." type:"path"`
-	WriteScope               []string `sep:"none" help:"b10x: GLOB=allowed|partial-only|denied (repeatable)."`
-	ScopeAnnounce            string   `enum:",stated,silent" default:"" help:"b10x: stated (the loop's default) or silent."`
-	ProcessWriteSubtree      []string `sep:"none" help:"b10x: a directory confined processes may write (repeatable)."`
-	ModelWire                string   `help:"b10x: openai-responses or anthropic-messages."`
-	SubscriptionTokenFile    string   `help:"b10x: a subscription token file the loop reads (metaharness never opens it)." type:"path"`
-	SubscriptionTokenEnv     string   `help:"b10x: the variable holding a subscription token, handed to the loop by name."`
-	SubscriptionTokenPointer string   `help:"b10x: a JSON pointer into the token document."`
-	APIKeySecret             string   `name:"api-key-secret" help:"b10x, with --credentials api-key: the OS secret store item the loop reads its key from, over the session bus."`
 }
 
 // hermeticFlag is --hermetic with an optional value: bare means on.
@@ -114,7 +94,6 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := c.B10x
 	return &launcher.Spec{
 		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
@@ -128,13 +107,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
 		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
-		B10x: launcher.B10xSpec{
-			Hooks: b.Hooks, Driver: b.Driver, Substrate: b.Substrate, SubstrateEmbedded: b.SubstrateEmbedded,
-			CgroupRoot: b.CgroupRoot, Toolchain: b.Toolchain, Prices: b.Prices, WriteScope: b.WriteScope,
-			ScopeAnnounce: b.ScopeAnnounce, ProcessWriteSubtree: b.ProcessWriteSubtree, ModelWire: b.ModelWire,
-			SubscriptionTokenFile: b.SubscriptionTokenFile, SubscriptionTokenEnv: b.SubscriptionTokenEnv,
-			SubscriptionTokenPointer: b.SubscriptionTokenPointer, APIKeySecret: b.APIKeySecret,
-		},
+		KindFlags: c.Kinds.Given(),
 	}, nil
 }
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // newCodexOperator is an operator whose ~/.local/bin/codex is the pinned

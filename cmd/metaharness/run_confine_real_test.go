@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // probe is the one Bash call an attacker holding the child would make:

@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/conformance/vendortest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // operator is a caller's world for a real run: a HOME whose ~/.local/bin

@@ -22,12 +22,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher/claude/hook"
+	"github.com/metaharness/metaharness/launcher/kinds/hooks"
 )
 
 func init() {
@@ -40,17 +39,17 @@ func init() {
 }
 
 // Take is the process args asks for when it is one this package runs
-// (confine.InitArgs, confine.NestedProbeArgs, hook.Args), nil otherwise.
+// (confine.InitArgs, confine.NestedProbeArgs, a kind's hook in launcher/kinds/hooks), nil otherwise.
 func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case slices.Equal(args, confine.InitArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.Main() }
 	case slices.Equal(args, confine.NestedProbeArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return 0 }
-	case len(args) == 3 && slices.Equal(args, hook.Args(args[2])) && filepath.IsAbs(args[2]): // a run's socket is in its scratch tree
-		socket := args[2]
+	}
+	if h, socket, ok := hooks.Take(args); ok {
 		return func(stdin io.Reader, stdout, stderr io.Writer) int {
-			if err := hook.Run(stdin, stdout, socket); err != nil {
+			if err := h.Run(stdin, stdout, socket); err != nil {
 				fmt.Fprintln(stderr, exit.Line(err))
 				return int(exit.Refused)
 			}

@@ -51,15 +51,17 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 // the order the launch writes them: the union over launches that between
 // them set every b10x flag (each credential, each confinement).
 func EmittedFlags() ([]string, error) {
-	base := launcher.Spec{Kind: "b10x", Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: "api-key",
-		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"},
-		B10x: launcher.B10xSpec{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
-			Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
-			ModelWire: Wires[0]}}
+	flags := Flags{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
+		Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
+		ModelWire: Wires[0]}
+	base := launcher.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: "api-key",
+		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"}}
 	secret, subFile, subEnv := base, base, base
-	secret.B10x.APIKeySecret, secret.B10x.SubstrateEmbedded, secret.B10x.Substrate, secret.B10x.Toolchain = "doctor", false, "/s", ""
-	subFile.Credentials, subFile.B10x.SubscriptionTokenFile, subFile.B10x.SubscriptionTokenPointer = "none", "/t", "/a"
-	subEnv.Credentials, subEnv.B10x.SubscriptionTokenEnv = "none", "DOCTOR_TOKEN"
+	secretFlags, subFileFlags, subEnvFlags := flags, flags, flags
+	secretFlags.APIKeySecret, secretFlags.SubstrateEmbedded, secretFlags.Substrate, secretFlags.Toolchain = "doctor", false, "/s", ""
+	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = "none", "/t", "/a"
+	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = "none", "DOCTOR_TOKEN"
+	base.KindFlags, secret.KindFlags, subFile.KindFlags, subEnv.KindFlags = &flags, &secretFlags, &subFileFlags, &subEnvFlags
 	w := &launcher.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
 		ContextFiles: []contextfile.File{{Path: "a.md", Text: "doctor"}}}
 	var out []string

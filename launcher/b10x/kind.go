@@ -25,6 +25,9 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
+// name is the kind on the command line.
+const name = "b10x"
+
 // Pin is the b10x-harness version the reference notes record last.
 const Pin = "0.13.3"
 
@@ -86,11 +89,12 @@ var (
 	_ launcher.FlagProber  = Kind{}
 	_ launcher.SpecChecker = Kind{}
 	_ launcher.EnvChecker  = Kind{}
+	_ launcher.FlagsKind   = Kind{}
 )
 
 func (Kind) Descriptor() *launcher.Descriptor {
 	return &launcher.Descriptor{
-		Name: "b10x", Binary: "b10x-harness", Capabilities: Capabilities(),
+		Name: name, Binary: "b10x-harness", Capabilities: Capabilities(),
 		Install:        "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
 		// The loop runs in metaharness's namespaces; a direct provider
@@ -100,7 +104,6 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		VersionFromProbe: true,
 		Rules: launcher.Rules{
 			PromptOptional: true,
-			LoopFlags:      true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
 			NoDecisions:    "metaharness observes the loop and decides nothing there; pass --decisions observe",
 			Credentials: map[launcher.Credentials]string{
@@ -113,6 +116,9 @@ func (Kind) Descriptor() *launcher.Descriptor {
 }
 
 func (Kind) CheckSpec(spec *launcher.Spec) error { return CheckSpec(spec) }
+
+// NewFlags: the loop's flags, which the CLI fills.
+func (Kind) NewFlags() launcher.KindFlags { return &Flags{} }
 
 func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return Plan(spec, w)

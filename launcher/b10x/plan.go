@@ -47,7 +47,7 @@ var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // the spec lacks, flags the loop's launch cannot carry, and combinations
 // that cannot mean what they say. The first problem found is reported.
 func CheckSpec(s *launcher.Spec) error {
-	b := s.B10x
+	b := flagsOf(s)
 	switch {
 	case s.ModelEndpoint == "":
 		return exit.Refuse(RefuseModelEndpointRequired, "run b10x needs --model-endpoint: the loop is a direct provider and dials the model API itself; pass the API's root URL, for example --model-endpoint https://api.openai.com")
@@ -98,7 +98,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if err := CheckSpec(spec); err != nil {
 		return nil, err
 	}
-	b := spec.B10x
+	b := flagsOf(spec)
 	cwd := filepath.Join(w.Scratch, "work")
 	if spec.Cwd != "" {
 		cwd = spec.Cwd
@@ -193,7 +193,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	claim := attestation(spec, w, cwd, config, env, cred)
 	launcher.AttestConfinement(claim, conf, spec, w)
 	if conf != nil {
-		boundBack(claim, named, spec.B10x.APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
+		boundBack(claim, named, flagsOf(spec).APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
 	}
 	return &launcher.Plan{
 		Program:     w.Binary,
@@ -216,7 +216,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 // socket needs no write access to its mount). Nothing else of
 // XDG_RUNTIME_DIR is bound: agent sockets live there too.
 func reads(spec *launcher.Spec, w *launcher.World) []string {
-	b := spec.B10x
+	b := flagsOf(spec)
 	var out []string
 	add := func(p string) {
 		if filepath.IsAbs(p) && !slices.Contains(out, p) {
@@ -297,7 +297,7 @@ func BusSockets(env map[string]string) []string {
 // credential adds the declared credential to the argv and the environment
 // and says how in words, for H4.
 func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, opt func(flag, v string)) (string, error) {
-	b := spec.B10x
+	b := flagsOf(spec)
 	switch {
 	case b.APIKeySecret != "":
 		opt("--api-key-secret", b.APIKeySecret)
@@ -353,8 +353,8 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env
 	c.Impose(attest.H5, "no --mcp-profile: the loop connects to no MCP server")
 	c.Impose(attest.H6, "no credential file is written or copied for the loop")
 	hooks := "no --hooks file is declared"
-	if spec.B10x.Hooks != "" {
-		hooks = "the declared --hooks " + spec.B10x.Hooks + " is passed as given"
+	if flagsOf(spec).Hooks != "" {
+		hooks = "the declared --hooks " + flagsOf(spec).Hooks + " is passed as given"
 	}
 	c.Impose(attest.H8, "--approve-up-to high and never --yes, so calls above the ceiling still reach the loop's approver; "+hooks)
 	attest.AttestWorkdir(attest.Workdir{
@@ -363,11 +363,11 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env
 	}, c)
 	c.Unavailable(attest.H12, "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network")
 	c.Ambient("observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
-	if spec.B10x.APIKeySecret != "" {
+	if flagsOf(spec).APIKeySecret != "" {
 		c.Ambient("the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")
 	}
-	if spec.B10x.Hooks != "" {
-		c.Ambient("hooks file " + spec.B10x.Hooks + ": programs the loop runs at its call points")
+	if flagsOf(spec).Hooks != "" {
+		c.Ambient("hooks file " + flagsOf(spec).Hooks + ": programs the loop runs at its call points")
 	}
 	return c
 }

@@ -4,7 +4,9 @@ import "github.com/metaharness/metaharness/exit"
 
 // Refusal names of the b10x kind (exit 2).
 const (
-	// CheckSpec and Plan: before anything starts.
+	// CheckSpec and Plan: before anything starts. b10x-only-flag is the
+	// launcher's CheckSpec refusing a loop flag (Flags) on another kind.
+	RefuseB10xOnlyFlag                        exit.Name = "b10x-only-flag"
 	RefuseModelEndpointRequired               exit.Name = "model-endpoint-required"
 	RefuseModelRequired                       exit.Name = "model-required"
 	RefuseEffortUnsupported                   exit.Name = "effort-unsupported"

@@ -18,10 +18,10 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/internal/b10xstandin"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/b10xstandin"
 )
 
 // TestMain lets the test binary be the stand-in (started as b10x-harness)
@@ -274,7 +274,7 @@ func TestCostIsSummedIntoTheTerminalRecord(t *testing.T) {
 	card := filepath.Join(w.home, "prices.json")
 	_ = os.WriteFile(card, []byte(`{"source":"test","as_of":"2026-09-15","models":{}}`), 0o600)
 	s := spec()
-	s.B10x.Prices = card
+	s.KindFlags = &b10x.Flags{Prices: card}
 	o := w.run(t, s, nil)
 	end := o.find(t, "session.ended").(*record.SessionEnded)
 	if end.TotalCostUSD == nil || *end.TotalCostUSD != 0.017481 {
@@ -394,7 +394,7 @@ func TestAConfinedLoopReadsWhatTheLaunchNames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.B10x.SubscriptionTokenFile, s.B10x.Hooks = token, hooks
+	s.KindFlags = &b10x.Flags{SubscriptionTokenFile: token, Hooks: hooks}
 	o := w.run(t, s, nil)
 	if o.code != exit.OK || o.err != nil {
 		t.Fatalf("exit %d, %v\n%s\n%s", o.code, o.err, o.raw, o.stderr)

@@ -11,11 +11,11 @@ import (
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/internal/b10xstandin"
-	"github.com/metaharness/metaharness/internal/sessionbus"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/b10xstandin"
+	"github.com/metaharness/metaharness/testkit/sessionbus"
 )
 
 // The key stored in the test's Secret Service; never a real one.
@@ -26,7 +26,7 @@ const storedKey = "sk-from-the-keyring-not-a-real-key"
 func secretRun(t *testing.T, script b10xstandin.Config, endpoint string) (*world, *launcher.Spec) {
 	w, s := confinedWorld(t, script)
 	s.Credentials, s.ModelEndpoint, s.Hermetic = "api-key", endpoint, "strict"
-	s.B10x.APIKeySecret = "openai"
+	s.KindFlags = &b10x.Flags{APIKeySecret: "openai"}
 	return w, s
 }
 

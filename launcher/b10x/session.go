@@ -82,7 +82,7 @@ func (s *session) Refusal() error {
 	if !ok || s.reader.Terminal() != nil {
 		return nil
 	}
-	b := s.spec.B10x
+	b := flagsOf(s.spec)
 	switch {
 	case strings.HasPrefix(reason, "reading the context file"):
 		return exit.Refuse(RefuseContextUnreadable, "b10x-harness refused the run before it started: %s; metaharness had read each --context file beneath --cwd and handed the loop a copy in its scratch tree, which the loop could not read: check that the scratch tree (under TMPDIR) is readable from the loop", reason)

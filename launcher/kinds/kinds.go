@@ -10,6 +10,9 @@
 package kinds
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -76,4 +79,99 @@ func Spelled(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Flags are every kind's own run flags, for the CLI's `run`: one field per
+// kind that has any, embedded with its flags grouped under that kind.
+type Flags struct {
+	B10x b10x.Flags `embed:"" group:"b10x only (refused on claude and codex)"`
+}
+
+// Given is what the spec carries of f (launcher.Spec.KindFlags): the only
+// kind with flags of its own is b10x.
+func (f *Flags) Given() launcher.KindFlags { return &f.B10x }
+
+// FlagsOf is what a spec carries of each kind's flags, as the CLI's Flags.
+func FlagsOf(s *launcher.Spec) Flags {
+	var f Flags
+	if b, ok := s.KindFlags.(*b10x.Flags); ok && b != nil {
+		f.B10x = *b
+	}
+	return f
+}
+
+// Spec is a launcher.Spec as a C1 vector spells it: each kind's own flags
+// under the kind's name beside the kind-neutral fields, an empty object
+// when none was given.
+type Spec struct{ launcher.Spec }
+
+// MarshalJSON writes the kind-neutral fields, then each flags kind's own.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(s.Spec)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range table {
+		fk, ok := k.(launcher.FlagsKind)
+		if !ok {
+			continue
+		}
+		flags := s.KindFlags
+		if flags == nil || flags.Kind() != k.Descriptor().Name {
+			flags = fk.NewFlags()
+		}
+		f, err := json.Marshal(flags)
+		if err != nil {
+			return nil, err
+		}
+		key, _ := json.Marshal(k.Descriptor().Name)
+		b = append(append(append(append(b[:len(b)-1], ','), key...), ':'), f...)
+		b = append(b, '}')
+	}
+	return b, nil
+}
+
+// UnmarshalJSON reads the kind-neutral fields and the flags of at most one
+// kind, refusing any key neither knows.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	var given launcher.KindFlags
+	for _, k := range table {
+		fk, ok := k.(launcher.FlagsKind)
+		raw, present := fields[k.Descriptor().Name]
+		if !ok || !present {
+			continue
+		}
+		delete(fields, k.Descriptor().Name)
+		flags := fk.NewFlags()
+		if err := strictUnmarshal(raw, flags); err != nil {
+			return fmt.Errorf("the %s flags: %w", k.Descriptor().Name, err)
+		}
+		empty, _ := json.Marshal(fk.NewFlags())
+		if now, _ := json.Marshal(flags); string(now) == string(empty) {
+			continue
+		}
+		if given != nil {
+			return fmt.Errorf("flags of two kinds, %s and %s", given.Kind(), flags.Kind())
+		}
+		given = flags
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return err
+	}
+	if err := strictUnmarshal(rest, &s.Spec); err != nil {
+		return err
+	}
+	s.KindFlags = given
+	return nil
+}
+
+func strictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }

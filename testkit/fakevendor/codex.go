@@ -69,7 +69,7 @@ func Codex(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		s := &codexServer{out: json.NewEncoder(stdout), stderr: stderr, answers: map[string]chan json.RawMessage{}}
 		return s.serve(stdin)
 	}
-	fmt.Fprintf(stderr, "fake codex: %q is not scripted (conformance/fakevendor/codex.go)\n", args)
+	fmt.Fprintf(stderr, "fake codex: %q is not scripted (testkit/fakevendor/codex.go)\n", args)
 	return 2
 }
 

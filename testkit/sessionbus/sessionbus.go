@@ -7,7 +7,7 @@
 // packages dbus, gnome-keyring and libsecret-tools; .ci/run installs them).
 // Without them a test skips, or fails under
 // METAHARNESS_REQUIRE_REAL_CLIENTS=1, as every real-client test does
-// (conformance/vendortest).
+// (testkit/vendortest).
 package sessionbus
 
 import (
@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaharness/metaharness/conformance/vendortest"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // Programs are what a bus with a Secret Service needs.

@@ -225,7 +225,7 @@ func script(notes string) scripted.Script {
 
 // governedVsBare times, interleaved, a governed run and the same Claude Code
 // started directly (the flags metaharness gives it, less its settings, hook
-// and MCP config; telemetry off as in conformance/vendortest), each from
+// and MCP config; telemetry off as in testkit/vendortest), each from
 // exec to exit against a fresh scripted server, config dir and tree.
 func governedVsBare(mh, bin, root string, n int) error {
 	var governed, bare []time.Duration

@@ -1,0 +1,58 @@
+// Package hooks is the table of the hook programs kinds install: programs
+// of this binary that a vendor's child starts before a call runs, to ask
+// the run's decision channel (internal/decide). It stands apart from
+// launcher/kinds so that a hook process links no launcher, MCP or proxy
+// code and starts lean (internal/earlyentry), and like that table it is
+// the one place that names each kind's hook package.
+package hooks
+
+import (
+	"io"
+	"path/filepath"
+	"slices"
+
+	"github.com/metaharness/metaharness/launcher/claude/hook"
+)
+
+// Hook is one kind's hook program.
+type Hook struct {
+	// Verb is the hidden verb the vendor starts it as.
+	Verb string
+	// Args are its arguments after the program's name, for the run whose
+	// decision channel listens at socket.
+	Args func(socket string) []string
+	// Run reads the vendor's payload from stdin, asks the run at socket
+	// and answers on stdout; its only error is one writing stdout.
+	Run func(stdin io.Reader, stdout io.Writer, socket string) error
+}
+
+// table lists every kind's hook program: Claude Code's PreToolUse hook.
+var table = []Hook{
+	{Verb: "internal-hook", Args: hook.Args, Run: hook.Run},
+}
+
+// Lookup returns the hook started as verb.
+func Lookup(verb string) (Hook, bool) {
+	for _, h := range table {
+		if h.Verb == verb {
+			return h, true
+		}
+	}
+	return Hook{}, false
+}
+
+// Take recognises args as exactly the invocation a run writes for one of
+// the hooks, with an absolute socket path (a run's is in its scratch
+// tree), and returns that hook and socket.
+func Take(args []string) (Hook, string, bool) {
+	if len(args) == 0 {
+		return Hook{}, "", false
+	}
+	socket := args[len(args)-1]
+	for _, h := range table {
+		if slices.Equal(args, h.Args(socket)) && filepath.IsAbs(socket) {
+			return h, socket, true
+		}
+	}
+	return Hook{}, "", false
+}

@@ -1,0 +1,182 @@
+package launcher
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// session is the fifth phase: the decision engine and the kind's session,
+// the decision channel, the spawn, and the kind's Drive until the child's
+// stdout ends; then the wind-up (run_windup.go).
+func (r *run) session(ctx context.Context, plan *Plan) (exit.Code, error) {
+	transcript, err := os.OpenFile(r.tree.transcript(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return exit.Refused, err
+	}
+	r.out.files = append(r.out.files, transcript)
+	svc, err := r.newServices(plan)
+	if err != nil {
+		return exit.Refused, err
+	}
+	defer svc.close()
+	stopServing, err := r.serveDecisions(svc)
+	if err != nil {
+		return exit.Refused, err
+	}
+	defer stopServing()
+	c, stdout, err := r.spawn(ctx, plan, svc)
+	if err != nil {
+		return exit.Refused, err
+	}
+	stopped := context.AfterFunc(ctx, svc.Stop)
+	defer stopped()
+
+	go r.readCommands(svc.eng)
+	terminal := svc.sess.Drive(ctx, Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
+	if in := c.Stdin(); in != nil {
+		_ = in.Close()
+	}
+	return r.windUp(ctx, plan, svc, c.Wait(), terminal)
+}
+
+// newServices makes the run's side of the kind seam: the decision engine
+// and the kind's session driving it.
+func (r *run) newServices(plan *Plan) (*services, error) {
+	s := r.spec
+	svc := &services{r: r, plan: plan}
+	var err error
+	svc.eng, err = frame.New(frame.Config{
+		Mode: s.Decisions, Frame: r.in.frame, Kind: s.Kind, Events: r.out.events,
+		VendorTimeout: r.runner.VendorTimeout(), Resolve: r.resolver(),
+		Refuses: func(c string) string { return r.caps.Support(c).RefusedWith },
+		Control: func(c record.Command) error { return svc.sess.Control(c) },
+		Stderr:  r.io.Stderr,
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc.sess = r.runner.NewSession(s, plan, svc)
+	return svc, nil
+}
+
+// serveDecisions opens the decision channel, where the programs the child
+// starts (a hook, the catalogue server) ask before a call runs. The
+// returned func stops it and waits for the answers in flight.
+func (r *run) serveDecisions(svc *services) (func(), error) {
+	answer := svc.Decide
+	if a, ok := svc.sess.(Answerer); ok {
+		answer = a.Answer
+	}
+	ln, err := net.Listen("unix", r.tree.socket)
+	if err != nil {
+		return nil, exit.Wrap(RefuseDecisionSocket, err, "the decision channel cannot listen in %s", r.tree.root)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = decide.Serve(ctx, ln, answer)
+	}()
+	return func() { stop(); <-served }, nil
+}
+
+// spawn starts the plan's child and, when it has a network namespace of
+// its own, serves the proxy inside it.
+func (r *run) spawn(ctx context.Context, plan *Plan, svc *services) (*child, io.Reader, error) {
+	c, stdout, err := spawnPlan(plan, r.io.Stderr)
+	if err != nil {
+		return nil, nil, exit.Wrap(RefuseSpawn, err, "the vendor could not be started")
+	}
+	svc.setChild(c)
+	if ln := c.Listener(); ln != nil {
+		if err := r.proxy.Serve(ln); err != nil {
+			c.Stop(ctx)
+			_ = c.Wait()
+			return nil, nil, exit.Wrap(RefuseSpawn, err, "the loopback proxy cannot serve the child's namespace")
+		}
+	}
+	return c, stdout, nil
+}
+
+// readCommands feeds stdin lines to the engine until stdin ends, then
+// tells it so: in ask mode no embedder can answer any more.
+func (r *run) readCommands(eng *frame.Engine) {
+	defer eng.StdinEnded()
+	if r.io.Stdin == nil {
+		return
+	}
+	br := bufio.NewReaderSize(r.io.Stdin, 64<<10)
+	for {
+		line, long, err := ReadBounded(br, maxCommandLine)
+		switch {
+		case long:
+			eng.DropLongLine(maxCommandLine)
+		case len(line) > 0: // blank lines too: they are numbered
+			_ = eng.HandleLine(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// maxCommandLine bounds one stdin line: a frame.set carries a whole frame,
+// which is never near this.
+const maxCommandLine = 16 << 20
+
+// ReadBounded reads one line of at most max bytes; a longer one is read to
+// its end and reported as long, never held.
+func ReadBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			if len(line)+len(chunk) > max {
+				long, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if err != bufio.ErrBufferFull {
+			return line, long, err
+		}
+	}
+}
+
+// resolver maps a call to its operations and subjects for the engine: the
+// kind's own reading, except that on a run serving the default verbs those
+// verbs, under the names the kind renders them, are read the way mcp-serve
+// reads them (tool_invoke by the entry it names), so that the frame decides
+// what the call behind tool_invoke does.
+func (r *run) resolver() func(string, json.RawMessage) frame.Resolution {
+	kind := r.runner.Resolve(r.in.contract)
+	if !r.d.Rules.DefaultVerbs(r.spec) {
+		return kind
+	}
+	surface := DefaultSurface(r.spec)
+	verbs := map[string]string{}
+	for _, v := range mcpserve.Verbs() {
+		verbs[r.d.CatalogueName(v)] = v
+	}
+	return func(tool string, input json.RawMessage) frame.Resolution {
+		v, ok := verbs[tool]
+		if !ok {
+			return kind(tool, input)
+		}
+		c := surface.Resolve(v, input)
+		res := frame.Resolution{Subjects: c.Subjects, Catalogue: c.Catalogue}
+		if c.Operation != "" {
+			res.Operations = []frame.Operation{{Op: c.Operation}}
+		}
+		return res
+	}
+}

@@ -1,0 +1,223 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/record"
+)
+
+// tree is the run's scratch tree: every kind's child gets a scratch HOME,
+// TMPDIR and (without --cwd) working directory in it, the plan's files and
+// the decision channel live there, and cleanup removes it.
+type tree struct {
+	root   string
+	cwd    string // the child's working directory
+	socket string // the decision channel
+}
+
+// transcript is where the child's raw record is kept (--retain-dir and
+// the auditor read it).
+func (t tree) transcript() string { return filepath.Join(t.root, "transcript.jsonl") }
+
+// setUp is the second phase: the scratch tree, whether the host can
+// confine the child, and the loopback proxy. What it made goes into the
+// world the plan reads.
+func (r *run) setUp(ctx context.Context) (*World, error) {
+	var err error
+	if r.tree.root, err = os.MkdirTemp("", "mh-"); err != nil {
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
+	}
+	for _, d := range []string{"home", "tmp", "work"} {
+		if err := os.Mkdir(filepath.Join(r.tree.root, d), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	r.tree.socket = filepath.Join(r.tree.root, "decisions.sock")
+	r.tree.cwd = filepath.Join(r.tree.root, "work")
+	if r.spec.Cwd != "" {
+		r.tree.cwd = r.spec.Cwd
+	}
+	w := &World{Env: r.io.Env, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
+	r.happened = append(r.happened, "the scratch tree was created")
+	if r.d.Confined && !r.spec.Unconfined {
+		if err := confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
+			w.Unconfinable = err.Error()
+			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
+		}
+	}
+	if r.spec.Credentials == CredentialsLoopback {
+		if err := r.startProxy(w); err != nil {
+			return nil, err
+		}
+	}
+	return w, stopped(ctx, "while the scratch tree and the proxy were set up")
+}
+
+// observe is the third phase: what the plan needs to know of the world
+// beyond the run's own making: the vendor binary and its version, the
+// memory files around the cwd, the inputs as the kind hands them over,
+// and whatever the kind looks at in its binary (Observer).
+func (r *run) observe(ctx context.Context, w *World) error {
+	var err error
+	childPath := ChildPath(r.io.Env["HOME"])
+	if w.Binary, err = lookPath(r.d.Binary, childPath); err != nil {
+		return vendorNotFound(r.d, err)
+	}
+	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
+		return err
+	}
+	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
+	if err != nil {
+		return exit.Wrap(RefuseMemoryWalk, err, "the memory-file walk from %s failed", r.tree.cwd)
+	}
+	w.MemoryAbove, w.MemoryAtRoot = walk.Above, walk.AtRoot
+	if len(r.in.context) > 0 {
+		w.Context = contextfile.Render(r.in.context)
+		w.ContextFiles = r.in.context
+	}
+	if c := r.in.contract; c != nil {
+		w.CatalogueCopy = filepath.Join(r.tree.root, "catalogue.json")
+		w.CatalogueTools, w.CatalogueWrites = c.Published(), c.Writes()
+		for _, e := range c.Entries {
+			w.CatalogueDecls = append(w.CatalogueDecls, ToolDecl{Name: e.Published(), Summary: e.Summary, Input: e.InputSchema()})
+		}
+	}
+	if o, ok := r.kind.(Observer); ok {
+		if err := o.Observe(ctx, r.spec, w); err != nil {
+			return err
+		}
+		r.happened = append(r.happened, "the vendor binary was observed")
+	}
+	return nil
+}
+
+// write is the fourth phase: the pure plan, held to the argument limits,
+// and everything it names written and read back (the scratch files, the
+// catalogue's copy) and put to the binary where the kind can (Preflighter).
+func (r *run) write(ctx context.Context, w *World) (*Plan, error) {
+	plan, err := r.runner.Plan(r.spec, w)
+	if err != nil {
+		return nil, err
+	}
+	if err := contextfile.CheckArgSizes(append([]string{plan.Program}, plan.Args...), r.in.context); err != nil {
+		return nil, err
+	}
+	for _, d := range plan.Dirs {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return nil, exit.Wrap(RefuseScratchWrite, err, "creating %s", d)
+		}
+	}
+	if err := writeFiles(plan.Files); err != nil {
+		return nil, err
+	}
+	r.happened = append(r.happened, "the scratch files were written")
+	if r.in.contract != nil {
+		if err := mcpserve.WriteScratchCopy(r.in.contract, w.CatalogueCopy); err != nil {
+			var ref *exit.Refusal
+			if errors.As(err, &ref) && ref.Name == mcpserve.RefuseCopyDiffers {
+				ref.Message += "; " + strings.Join(r.happened, ", ") + "; no vendor session was started"
+			}
+			return nil, err
+		}
+	}
+	if err := stopped(ctx, "while the launch was planned and written"); err != nil {
+		return nil, err
+	}
+	if p, ok := r.kind.(Preflighter); ok {
+		if err := p.Preflight(ctx, plan); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
+}
+
+// stopped is the refusal of a run stopped (a signal, a closed stdout)
+// before its child was spawned, nil while it is not; nothing is left
+// running, and the wind-up removes the scratch tree and closes the stream.
+func stopped(ctx context.Context, during string) error {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		return nil
+	}
+	return exit.Refuse(RefuseStopped, "the run was stopped (%v) %s, before the vendor was spawned; nothing was left running", cause, during)
+}
+
+func (r *run) startProxy(w *World) error {
+	s := r.spec
+	upstream, tokenEnv := r.d.Upstream, r.d.TokenEnv
+	if s.ModelEndpoint != "" {
+		upstream = s.ModelEndpoint
+	}
+	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD, Decode: r.d.TokenFile}
+	if src.Env == "" && src.File == "" && src.FD == nil {
+		src.Env = tokenEnv
+	}
+	p, err := loopback.New(loopback.Config{
+		Upstream: upstream, Header: r.d.UpstreamHeader, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		// The child is gone when the proxy closes; a short grace keeps a
+		// stopped run inside the four seconds an embedder is promised.
+		ShutdownGrace: time.Second,
+		// Each request goes into the stream as it ends, in the order they
+		// end. The first quota answer stops the run: the vendor would sit
+		// through minutes of retries, and a fleet wants the account back.
+		OnRecord: func(rec loopback.Record) {
+			r.emit(nil, proxyRecordEvent(rec))
+			if rec.Quota != nil {
+				r.stop(&quotaStop{rec: rec})
+			}
+		},
+		Logger: r.io.Log.Named("loopback"),
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := r.io.Env[k]
+			return v, ok
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if src.Env != "" && r.io.ForgetEnv != nil {
+		if err := r.io.ForgetEnv(src.Env); err != nil {
+			r.emit(nil, &record.Warning{Code: WarnTokenNotCleared, Message: fmt.Sprintf("%s was read, but could not be cleared from metaharness's own environment block (%v); the attestation does not claim it", src.Env, err)})
+		} else {
+			w.TokenCleared = src.Env
+		}
+	}
+	if err := p.Start(); err != nil {
+		return err
+	}
+	r.proxy = p
+	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
+	lc, ok := r.kind.(LoopbackClient)
+	if !ok {
+		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)
+	}
+	if w.LoopbackEnv, err = lc.LoopbackEnv(p); err != nil {
+		return err
+	}
+	w.LoopbackURL = p.BaseURL()
+	r.happened = append(r.happened, "the loopback proxy had started")
+	return nil
+}
+
+// writeFiles writes the plan's scratch files with exclusive create.
+func writeFiles(files []File) error {
+	for _, f := range files {
+		if err := newfile.Write(f.Path, []byte(f.Content), os.FileMode(f.Mode)); err != nil {
+			return exit.Wrap(RefuseScratchWrite, err, "writing %s", f.Path)
+		}
+	}
+	return nil
+}
