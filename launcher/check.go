@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
@@ -46,6 +47,11 @@ func checkSpec(s *Spec, d *Descriptor) error {
 	if f := s.KindFlags; f != nil && f.Kind() != s.Kind {
 		if err := f.RefuseOn(s.Kind); err != nil {
 			return err
+		}
+	}
+	for _, p := range s.Hide {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			return exit.Refuse(RefuseHideNotAbsolute, "--hide %q: a path to hide must be absolute and below /; name it in full", p)
 		}
 	}
 	if len(s.AddDirs) > 0 {

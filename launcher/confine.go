@@ -21,6 +21,10 @@ const (
 	WarnTokenNotCleared = "TOKEN_NOT_CLEARED"
 )
 
+// EnvHide names more paths to hide from the child, colon-separated, as
+// --hide does one each: for a fleet whose argv is fixed.
+const EnvHide = "METAHARNESS_HIDE"
+
 // callerSecrets are the caller's credential files and directories, relative
 // to their HOME, for every vendor and the usual tools. HOME is hidden from
 // the child whole; these are covered besides, for when a directory the child
@@ -81,8 +85,15 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 			c.Hidden = append(c.Hidden, r)
 		}
 	}
+	// Other runs' trees: the run's own is bound back (ReadOnly, Writable).
+	if w.RuntimeDir != "" && !slices.Contains(c.Hidden, w.RuntimeDir) {
+		c.Hidden = append(c.Hidden, w.RuntimeDir)
+	}
 	if spec.TokenFile != "" {
 		c.Covered = append([]string{spec.TokenFile}, c.Covered...)
+	}
+	for _, p := range spec.Hide {
+		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
 	if spec.Credentials == CredentialsLoopback {
 		c.Namespaces = append(c.Namespaces, confine.Net)

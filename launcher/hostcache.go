@@ -69,18 +69,25 @@ type hostCache struct{ dir string }
 // openCache finds the directory name of the caller's cache in env, the
 // caller's environment; none when neither variable names an absolute one.
 func openCache(env map[string]string, name string) hostCache {
-	base := env["METAHARNESS_CACHE"]
-	if !filepath.IsAbs(base) {
-		switch xdg, home := env["XDG_CACHE_HOME"], env["HOME"]; {
-		case filepath.IsAbs(xdg):
-			base = filepath.Join(xdg, "metaharness")
-		case filepath.IsAbs(home):
-			base = filepath.Join(home, ".cache", "metaharness")
-		default:
-			return hostCache{}
-		}
+	base := cacheBase(env)
+	if base == "" {
+		return hostCache{}
 	}
 	return hostCache{dir: filepath.Join(base, name)}
+}
+
+// cacheBase is the per-user cache, "" when the environment names none.
+func cacheBase(env map[string]string) string {
+	if base := env["METAHARNESS_CACHE"]; filepath.IsAbs(base) {
+		return base
+	}
+	switch xdg, home := env["XDG_CACHE_HOME"], env["HOME"]; {
+	case filepath.IsAbs(xdg):
+		return filepath.Join(xdg, "metaharness")
+	case filepath.IsAbs(home):
+		return filepath.Join(home, ".cache", "metaharness")
+	}
+	return ""
 }
 
 func (c hostCache) path(key any) string {

@@ -22,7 +22,12 @@ const (
 	RefuseURLNotHTTPS                   exit.Name = "url-not-https"
 
 	// Before anything starts: the world does not allow the run.
-	RefuseCWDNotADirectory    exit.Name = "cwd-not-a-directory"
+	RefuseCWDNotADirectory exit.Name = "cwd-not-a-directory"
+	// RefuseCWDHoldsLaunch: the child may write --cwd, and it holds what a
+	// later run starts (the vendor binary, a directory on the child's PATH,
+	// metaharness itself or its cache).
+	RefuseCWDHoldsLaunch      exit.Name = "cwd-holds-launch"
+	RefuseHideNotAbsolute     exit.Name = "hide-not-absolute"
 	RefuseDecisionsUnverified exit.Name = "decisions-unverified"
 	RefuseAttestationFile     exit.Name = "attestation-file"
 	RefuseRetainDir           exit.Name = "retain-dir"

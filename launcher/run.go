@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 
 	"go.uber.org/zap"
 
@@ -113,8 +112,8 @@ func (r *run) cleanup() {
 	for _, f := range r.out.files {
 		_ = f.Close()
 	}
-	if r.tree.root != "" {
-		if err := os.RemoveAll(r.tree.root); err != nil {
+	if r.tree.scratch != nil {
+		if err := r.tree.scratch.remove(); err != nil {
 			r.io.Log.Warn("removing the scratch tree", zap.String("path", r.tree.root), zap.Error(err))
 		}
 	}

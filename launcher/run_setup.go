@@ -17,15 +17,18 @@ import (
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
+	"go.uber.org/zap"
 )
 
 // tree is the run's scratch tree: every kind's child gets a scratch HOME,
 // TMPDIR and (without --cwd) working directory in it, the plan's files and
 // the decision channel live there, and cleanup removes it.
 type tree struct {
-	root   string
-	cwd    string // the child's working directory
-	socket string // the decision channel
+	dir     string   // the runtime directory it is in (runtimedir.go)
+	scratch *scratch // nil until made
+	root    string
+	cwd     string // the child's working directory
+	socket  string // the decision channel
 }
 
 // transcript is where the child's raw record is kept (--retain-dir and
@@ -37,9 +40,16 @@ func (t tree) transcript() string { return filepath.Join(t.root, "transcript.jso
 // world the plan reads.
 func (r *run) setUp(ctx context.Context) (*World, error) {
 	var err error
-	if r.tree.root, err = os.MkdirTemp("", "mh-"); err != nil {
-		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created under %s; set TMPDIR to a writable directory", os.TempDir())
+	if r.tree.dir, err = runtimeDir(r.io.Env); err != nil {
+		return nil, err
 	}
+	for _, dead := range reclaimScratch(r.tree.dir) {
+		r.io.Log.Debug("reclaimed the scratch tree of a dead run", zap.String("path", dead))
+	}
+	if r.tree.scratch, err = newScratch(r.tree.dir); err != nil {
+		return nil, err
+	}
+	r.tree.root = r.tree.scratch.root
 	for _, d := range []string{"home", "tmp", "work"} {
 		if err := os.Mkdir(filepath.Join(r.tree.root, d), 0o700); err != nil {
 			return nil, err
@@ -50,7 +60,7 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 	if r.spec.Cwd != "" {
 		r.tree.cwd = r.spec.Cwd
 	}
-	w := &World{Env: r.io.Env, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
+	w := &World{Env: r.io.Env, RuntimeDir: r.tree.dir, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !r.spec.Unconfined {
 		if err := confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
@@ -76,6 +86,9 @@ func (r *run) observe(ctx context.Context, w *World) error {
 	if w.Binary, err = lookPath(r.d.Binary, childPath); err != nil {
 		return vendorNotFound(r.d, err)
 	}
+	if err := r.checkCwdHoldsNoLaunch(w.Binary, childPath); err != nil {
+		return err
+	}
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return err
 	}
@@ -100,6 +113,39 @@ func (r *run) observe(ctx context.Context, w *World) error {
 			return err
 		}
 		r.happened = append(r.happened, "the vendor binary was observed")
+	}
+	return nil
+}
+
+// checkCwdHoldsNoLaunch refuses a --cwd that holds what a later run
+// starts: the child may write there, so it could plant a program that the
+// caller's next run (its --version probe, doctor, the spawn) executes
+// outside any confinement. The vendor binary, each directory on the
+// child's PATH, metaharness itself and its cache count, each through its
+// links.
+func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
+	if r.spec.Cwd == "" {
+		return nil
+	}
+	cwd, err := filepath.EvalSymlinks(r.spec.Cwd)
+	if err != nil {
+		return exit.Wrap(RefuseCWDNotADirectory, err, "--cwd %s cannot be resolved", r.spec.Cwd)
+	}
+	launched := []string{binary, r.io.Self, cacheBase(r.io.Env)}
+	launched = append(launched, filepath.SplitList(childPath)...)
+	for _, p := range launched {
+		if p == "" {
+			continue
+		}
+		held := []string{filepath.Clean(p)} // a path not there yet is one the child could make
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			held = append(held, real)
+		}
+		for _, q := range held {
+			if q == cwd || strings.HasPrefix(q, strings.TrimSuffix(cwd, "/")+"/") {
+				return exit.Refuse(RefuseCWDHoldsLaunch, "--cwd %s: the child may write there, and it holds %s, which a later run starts (the vendor binary, a directory on the child's PATH, metaharness itself or its cache), so the child could plant a program that runs outside any confinement; name a tree that holds none of them", r.spec.Cwd, q)
+			}
+		}
 	}
 	return nil
 }

@@ -76,6 +76,11 @@ type Spec struct {
 	// without namespaces, which the attestation names as gaps.
 	Unconfined bool `json:"unconfined,omitempty"`
 
+	// Hide are more paths the child's view reads as empty (--hide and
+	// $METAHARNESS_HIDE): the host's secrets the caller knows of beside
+	// those metaharness hides itself.
+	Hide []string `json:"hide,omitempty"`
+
 	Cwd        string   `json:"cwd,omitempty"`
 	ScratchCwd bool     `json:"scratch_cwd,omitempty"`
 	Context    []string `json:"context,omitempty"`

@@ -11,6 +11,9 @@ import (
 type World struct {
 	// Env is the caller's environment (only the keys the plan reads matter).
 	Env map[string]string `json:"env"`
+	// RuntimeDir is the per-user directory every run's scratch tree is
+	// made in, hidden from every confined child but for its own tree.
+	RuntimeDir string `json:"runtime_dir,omitempty"`
 	// Scratch is the run's scratch root, created by the launcher.
 	Scratch string `json:"scratch"`
 	// Binary is the vendor binary resolved on the child's PATH.

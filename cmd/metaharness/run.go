@@ -36,6 +36,7 @@ type runCmd struct {
 	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
 	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
 	TokenFD       *int                 `name:"token-fd" placeholder:"N" help:"Under loopback, an inherited descriptor (3 or above) carrying the real token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
+	Hide          []string             `sep:"none" placeholder:"PATH" help:"A path of the host the child's view reads as empty, beside what metaharness hides itself (repeatable; also $METAHARNESS_HIDE, colon-separated): another run's token file, a secret outside HOME."`
 	Unconfined    bool                 `help:"Run the child without the namespaces that confine it (no hidden paths, no network namespace). The attestation names the choice as gaps on H4, H6 and H12, so --hermetic strict fails."`
 	AllowEgress   []string             `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
 	Model         string               `help:"The model name passed to the vendor."`
@@ -99,7 +100,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
 		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
 		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile, TokenFD: c.TokenFD,
-		Unconfined:  c.Unconfined,
+		Unconfined: c.Unconfined, Hide: c.Hide,
 		AllowEgress: c.AllowEgress, Model: c.Model, ModelEndpoint: c.ModelEndpoint,
 		Effort: c.Effort, MaxTurns: c.MaxTurns, MaxBudgetUSD: c.MaxBudgetUSD,
 		Cwd: c.Cwd, ScratchCwd: c.ScratchCwd, Context: c.Context,
@@ -165,6 +166,12 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 	// A fleet's per-session places come from its host daemon, which a
 	// Command's fixed argv cannot name.
 	spec.SummaryFile, spec.ArtifactsDir = e.getenv(launcher.EnvSummaryFile), e.getenv(launcher.EnvArtifactsDir)
+	// A fleet's paths to hide, for the same reason.
+	for _, p := range filepath.SplitList(e.getenv(launcher.EnvHide)) {
+		if p != "" {
+			spec.Hide = append(spec.Hide, p)
+		}
+	}
 	kind, _ := kinds.Lookup(spec.Kind) // the enum admits only the table's kinds
 	self, err := selfPath()
 	if err != nil {
