@@ -130,6 +130,12 @@ func Evaluate(lines []*record.EventLine, l Launch) *Evaluation {
 	}
 	if s.closed != nil {
 		e.Process = s.closed.Process
+		if e.Terminal == TerminalOK && s.closed.Reason == record.ReasonKilled && s.closed.Process != nil && s.closed.Process.Kind == record.ProcessSignaled {
+			// The vendor died of a signal nobody in the run sent after
+			// its terminal record: that record is not its own last word.
+			e.Terminal = TerminalError
+			e.TerminalDetail = "the vendor was killed (" + ChildExit(s.closed.Process) + ") by a signal metaharness did not send, after its terminal record"
+		}
 	}
 	e.Census, e.CensusSource = census(s)
 	if s.started != nil && s.started.Withheld != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -279,5 +280,25 @@ func TestCensusRecountedWithoutTerminalCensus(t *testing.T) {
 	e = Evaluate(stream(cleanStarted(), d("1", "deny", "frame", "hook"), ended()), cleanLaunch())
 	if e.Census.Allowed != 1 || e.Census.Denied != 0 || e.CensusSource != "terminal record" {
 		t.Errorf("census %+v from %s, want the terminal record's", e.Census, e.CensusSource)
+	}
+}
+
+// TestKilledAfterTheTerminalRecord: a vendor another process killed after
+// it wrote its terminal record (an agent forging a result, then killing
+// its parent) never ends the run as completed: the terminal is an error,
+// and nobody found out (exit 3).
+func TestKilledAfterTheTerminalRecord(t *testing.T) {
+	lines := stream(cleanStarted(), ended())
+	closed := lines[len(lines)-1].Event.(*record.StreamClosed)
+	sig := 9
+	closed.Reason, closed.Process = record.ReasonKilled, &record.Process{Kind: record.ProcessSignaled, Signal: &sig}
+	e := Evaluate(lines, cleanLaunch())
+	if e.Terminal != TerminalError || !strings.Contains(e.TerminalDetail, "signal SIGKILL") {
+		t.Errorf("terminal %s (%s), want an error naming the signal", e.Terminal, e.TerminalDetail)
+	}
+	for _, audited := range []bool{false, true} {
+		if got := e.Exit(audited, nil); got != exit.Unknown {
+			t.Errorf("audited %t: exit %d, want %d", audited, got, exit.Unknown)
+		}
 	}
 }

@@ -190,7 +190,7 @@ func ChildExit(p *record.Process) string {
 	case p == nil:
 	case p.Kind == "exited" && p.Code != nil:
 		return strconv.Itoa(*p.Code)
-	case p.Kind == "signaled" && p.Signal != nil:
+	case p.Kind == record.ProcessSignaled && p.Signal != nil:
 		return "signal " + signalName(*p.Signal)
 	}
 	return "none"

@@ -112,11 +112,11 @@ func (c *child) Wait() *record.Process {
 	case ex == nil: // the init ended without saying: its own end is the child's
 		return processOf(c.cmd.ProcessState)
 	case ex.Signal != nil:
-		return &record.Process{Kind: "signaled", Signal: ex.Signal}
+		return &record.Process{Kind: record.ProcessSignaled, Signal: ex.Signal}
 	case ex.Code != nil:
-		return &record.Process{Kind: "exited", Code: ex.Code}
+		return &record.Process{Kind: record.ProcessExited, Code: ex.Code}
 	}
-	return &record.Process{Kind: "unknown"}
+	return &record.Process{Kind: record.ProcessUnknown}
 }
 
 // Stop ends the child and everything it started: SIGTERM (to the process
@@ -152,18 +152,18 @@ func (c *child) signal(sig syscall.Signal) {
 // processOf renders an exit status for stream.closed.process.
 func processOf(st *os.ProcessState) *record.Process {
 	if st == nil {
-		return &record.Process{Kind: "unknown"}
+		return &record.Process{Kind: record.ProcessUnknown}
 	}
 	ws, ok := st.Sys().(syscall.WaitStatus)
 	switch {
 	case ok && ws.Signaled():
 		sig := int(ws.Signal())
-		return &record.Process{Kind: "signaled", Signal: &sig}
+		return &record.Process{Kind: record.ProcessSignaled, Signal: &sig}
 	case st.Exited():
 		code := st.ExitCode()
-		return &record.Process{Kind: "exited", Code: &code}
+		return &record.Process{Kind: record.ProcessExited, Code: &code}
 	}
-	return &record.Process{Kind: "unknown"}
+	return &record.Process{Kind: record.ProcessUnknown}
 }
 
 // lookPath finds an executable regular file named name on path (a

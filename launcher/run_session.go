@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -115,42 +114,13 @@ func (r *run) readCommands(eng *frame.Engine) {
 	if r.io.Stdin == nil {
 		return
 	}
-	br := bufio.NewReaderSize(r.io.Stdin, 64<<10)
-	for {
-		line, long, err := ReadBounded(br, maxCommandLine)
-		switch {
-		case long:
-			eng.DropLongLine(maxCommandLine)
-		case len(line) > 0: // blank lines too: they are numbered
-			_ = eng.HandleLine(line)
-		}
-		if err != nil {
-			return
-		}
-	}
+	// Blank lines too: they are numbered.
+	EachLine(r.io.Stdin, maxCommandLine, func(line []byte) { _ = eng.HandleLine(line) }, func() { eng.DropLongLine(maxCommandLine) })
 }
 
 // maxCommandLine bounds one stdin line: a frame.set carries a whole frame,
 // which is never near this.
 const maxCommandLine = 16 << 20
-
-// ReadBounded reads one line of at most max bytes; a longer one is read to
-// its end and reported as long, never held.
-func ReadBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
-	for {
-		chunk, err := br.ReadSlice('\n')
-		if !long {
-			if len(line)+len(chunk) > max {
-				long, line = true, nil
-			} else {
-				line = append(line, chunk...)
-			}
-		}
-		if err != bufio.ErrBufferFull {
-			return line, long, err
-		}
-	}
-}
 
 // resolver maps a call to its operations and subjects for the engine: the
 // kind's own reading, except that on a run serving the default verbs those

@@ -29,8 +29,13 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 		_ = r.out.events.Emit(terminal)
 	}
 	reason := r.runner.CloseReason(terminal)
-	if eng.Halted() {
+	switch {
+	case eng.Halted():
 		reason = record.ReasonSteerHalt
+	case svc.killedUnasked(process):
+		// A vendor killed by someone else never ends a run as completed,
+		// whatever its last line said.
+		reason = record.ReasonKilled
 	}
 	if err := r.out.events.Close(reason, process); err != nil {
 		return exit.Refused, err

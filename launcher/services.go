@@ -19,8 +19,9 @@ type services struct {
 	eng  *frame.Engine
 	sess Session
 
-	mu    sync.Mutex
-	child *child
+	mu      sync.Mutex
+	child   *child
+	stopped bool // Stop was called: a signal the child dies of is metaharness's
 
 	once   sync.Once
 	server *mcpserve.Server // the in-process catalogue server, made at the first Perform
@@ -89,10 +90,20 @@ func (v *services) setChild(c *child) {
 func (v *services) Stop() {
 	v.mu.Lock()
 	c := v.child
+	v.stopped = true
 	v.mu.Unlock()
 	if c != nil {
 		go c.Stop(context.Background())
 	}
+}
+
+// killedUnasked reports a child that died of a signal metaharness did not
+// send (another process killed it, the agent's own tools perhaps): its
+// record's end is then not the vendor's own word.
+func (v *services) killedUnasked(p *record.Process) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return p != nil && p.Kind == record.ProcessSignaled && !v.stopped
 }
 
 func (v *services) close() {

@@ -398,6 +398,13 @@ type Process struct {
 	Signal *int   `json:"signal,omitempty"`
 }
 
+// Process kinds.
+const (
+	ProcessExited   = "exited"
+	ProcessSignaled = "signaled"
+	ProcessUnknown  = "unknown"
+)
+
 // Close reasons for stream.closed (never guessed).
 const (
 	ReasonCompleted = "completed"

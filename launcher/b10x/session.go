@@ -1,7 +1,6 @@
 package b10x
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"slices"
@@ -34,29 +33,22 @@ var _ launcher.Refuser = (*session)(nil)
 // census into.
 func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
 	eng := s.run.Engine()
-	br := bufio.NewReaderSize(p.Stdout, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			_, _ = p.Transcript.Write(line)
-			for _, it := range s.reader.Read(line) {
-				switch ev := it.Event.(type) {
-				case *record.SessionStarted:
-					s.run.Started("", ev)
-				case *record.TurnStarted:
-					_ = eng.StartTurn(ev.Turn, nil)
-				case *record.ToolRequested:
-					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam})
-				case *record.SessionEnded:
-				default:
-					s.run.Emit("", ev)
-				}
+	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+		_, _ = p.Transcript.Write(line)
+		for _, it := range s.reader.Read(line) {
+			switch ev := it.Event.(type) {
+			case *record.SessionStarted:
+				s.run.Started("", ev)
+			case *record.TurnStarted:
+				_ = eng.StartTurn(ev.Turn, nil)
+			case *record.ToolRequested:
+				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam})
+			case *record.SessionEnded:
+			default:
+				s.run.Emit("", ev)
 			}
 		}
-		if err != nil {
-			break
-		}
-	}
+	}, func() { s.run.Emit("", launcher.LineTooLong("the b10x loop")) })
 	for _, it := range s.reader.End() {
 		s.run.Emit("", it.Event)
 	}

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -36,47 +35,40 @@ var _ launcher.Answerer = (*session)(nil)
 func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
 	var tr Reader
 	eng := s.run.Engine()
-	br := bufio.NewReaderSize(p.Stdout, 1<<20)
 	started, turn := false, uint32(0)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			_, _ = p.Transcript.Write(line)
-			for _, it := range tr.Read(line) {
-				switch ev := it.Event.(type) {
-				case *record.SessionStarted:
-					if started {
-						sum := sha256.Sum256(line)
-						system, again := "system", "init (again)"
-						s.run.Emit(it.At, &record.Opaque{Digest: hex.EncodeToString(sum[:]), VendorType: &system, VendorSubtype: &again})
-						continue
-					}
-					started = true
-					s.run.Started(it.At, ev)
-					turn++
-					_ = eng.StartTurn(turn, nil)
-				case *record.ToolRequested:
-					var at *string
-					if it.At != "" {
-						at = &it.At
-					}
-					eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
-				case *record.ToolResult:
-					eng.Settle(ev.CallID) // the call first, if no seam presented it
-					s.run.Emit(it.At, ev)
-				case *record.SessionEnded:
-					if turn > 0 {
-						_ = eng.EndTurn(turn, ev.StopReason, nil)
-					}
-				default:
-					s.run.Emit(it.At, ev)
+	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+		_, _ = p.Transcript.Write(line)
+		for _, it := range tr.Read(line) {
+			switch ev := it.Event.(type) {
+			case *record.SessionStarted:
+				if started {
+					sum := sha256.Sum256(line)
+					system, again := "system", "init (again)"
+					s.run.Emit(it.At, &record.Opaque{Digest: hex.EncodeToString(sum[:]), VendorType: &system, VendorSubtype: &again})
+					continue
 				}
+				started = true
+				s.run.Started(it.At, ev)
+				turn++
+				_ = eng.StartTurn(turn, nil)
+			case *record.ToolRequested:
+				var at *string
+				if it.At != "" {
+					at = &it.At
+				}
+				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+			case *record.ToolResult:
+				eng.Settle(ev.CallID) // the call first, if no seam presented it
+				s.run.Emit(it.At, ev)
+			case *record.SessionEnded:
+				if turn > 0 {
+					_ = eng.EndTurn(turn, ev.StopReason, nil)
+				}
+			default:
+				s.run.Emit(it.At, ev)
 			}
 		}
-		if err != nil {
-			break
-		}
-	}
+	}, func() { s.run.Emit("", launcher.LineTooLong("Claude Code")) })
 	return tr.Terminal()
 }
 

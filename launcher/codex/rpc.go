@@ -1,7 +1,6 @@
 package codex
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,9 @@ import (
 	"github.com/metaharness/metaharness/launcher"
 )
 
-// maxLine bounds one JSON-RPC line from app-server. An item with a
-// command's whole output is the longest codex writes; a line past this is
-// reported and dropped, never held.
-const maxLine = 64 << 20
+// maxLine bounds one JSON-RPC line from app-server (an item with a
+// command's whole output is the longest codex writes).
+const maxLine = launcher.MaxVendorLine
 
 // errClosed: app-server's stdout ended before it answered.
 var errClosed = errors.New("codex app-server closed its stdout before answering")
@@ -155,19 +153,7 @@ func (c *conn) closeInput() {
 // readFrom reads app-server's stdout to its end. long is called for a line
 // past maxLine, which is dropped.
 func (c *conn) readFrom(out io.Reader, long func()) {
-	br := bufio.NewReaderSize(out, 64<<10)
-	for {
-		line, tooLong, err := launcher.ReadBounded(br, maxLine)
-		switch {
-		case tooLong:
-			long()
-		case len(line) > 0:
-			c.received(line)
-		}
-		if err != nil {
-			break
-		}
-	}
+	launcher.EachLine(out, maxLine, c.received, long)
 	c.mu.Lock()
 	c.closed = true
 	for id, ch := range c.pending {

@@ -75,9 +75,7 @@ func (s *session) Drive(ctx context.Context, p launcher.Pipes) *record.SessionEn
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		s.conn.readFrom(p.Stdout, func() {
-			s.run.Emit("", &record.Warning{Code: WarnVendorError, Message: fmt.Sprintf("a line from codex app-server longer than %d bytes was dropped", maxLine)})
-		})
+		s.conn.readFrom(p.Stdout, func() { s.run.Emit("", launcher.LineTooLong("codex app-server")) })
 	}()
 	loop := make(chan struct{})
 	go func() {
