@@ -14,6 +14,8 @@ func FuzzParseEvent(f *testing.F) {
 	}
 	f.Add([]byte(`{"format":"metaharness.event/1","seq":1,"run":"r","event":"nope"}`))
 	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","text":"a","text":"b"}`))
+	f.Add([]byte(`{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","Text":"a","request_id":null}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		ev, err := ParseEvent(line)
 		if err != nil {
@@ -40,6 +42,9 @@ func FuzzParseCommand(f *testing.F) {
 	f.Add([]byte(`{"format":"metaharness.command/1","id":"c1","command":"tool.decide","call_id":"t1","decision":{"decision":"deny","reason":"no"}}`))
 	f.Add([]byte(`{"format":"metaharness.command/1","id":"c2","command":"halt","reason":null}`))
 	f.Add([]byte(`{"format":"metaharness.command/1","id":"c3","command":"frame.set","frame":{}}`))
+	f.Add([]byte(`{"format":"metaharness.command/1","id":"c4","command":"halt","command":"tool.decide","call_id":"t1","decision":{"decision":"allow"}}`))
+	f.Add([]byte(`{"format":"metaharness.command/1","id":"c5","command":"tool.decide","Call_id":"t1","decision":{"decision":"allow","Decision":"deny"}}`))
+	f.Add([]byte(`{"format":"metaharness.command/1","id":"c6","id":"c7","command":"tool.decide","call_id":"t1","decision":{"decision":"allow"},"x":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		c, err := ParseCommand(line)
 		if err != nil {
