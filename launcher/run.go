@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -589,7 +588,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 
 	// The decision channel: the programs the child starts (a hook, the
 	// catalogue server) ask here before a call runs.
-	ln, err := net.Listen("unix", r.socket)
+	ln, err := decide.Listen(r.socket)
 	if err != nil {
 		return exit.Refused, exit.Wrap(RefuseDecisionSocket, err, "the decision channel cannot listen in %s", r.scratch)
 	}
@@ -597,7 +596,7 @@ func (r *run) session(ctx context.Context, mode frame.Mode, plan *Plan) (exit.Co
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = decide.Serve(serveCtx, ln, answer)
+		_ = decide.Serve(serveCtx, ln, answer, decide.Options{})
 	}()
 	defer func() { stopServe(); <-served }()
 

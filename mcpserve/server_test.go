@@ -449,7 +449,7 @@ func TestServeDecisionChannel(t *testing.T) {
 			defer mu.Unlock()
 			asked = append(asked, req)
 			return answer
-		})
+		}, decide.Options{})
 	}()
 	defer func() {
 		cancel()
@@ -573,6 +573,9 @@ func TestResolve(t *testing.T) {
 		{Options{}, "tool_invoke", `{"name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
 		{Options{Writable: true}, "tool_invoke", `{"name":"fs.write","arguments":{"path":"p"}}`, "fs.write", "file.write", []string{"file:p"}, false},
 		{Options{Writable: true, AllowPrograms: []string{"go"}}, "tool_invoke", `{"name":"run","arguments":{"argv":["go","test"]}}`, "run", "shell", []string{"proc:go"}, false},
+		// An invocation two readers could read as two entries names none.
+		{Options{Writable: true}, "tool_invoke", `{"name":"fs.list","Name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
+		{Options{Writable: true}, "tool_invoke", `{"name":"fs.list","name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
 	} {
 		got := tc.opts.Resolve(tc.tool, json.RawMessage(tc.in))
 		if got.Entry != tc.entry || got.Operation != tc.op || !slices.Equal(got.Subjects, tc.subjects) || got.Catalogue != tc.catalogue {
