@@ -165,7 +165,24 @@ func TestWriterAssignsSeqAndClosesLast(t *testing.T) {
 	}
 }
 
+// TestEveryOutcomeIsWritten: each command.result variant renders, and so
+// passes the published schema the test binary holds lines to (an ok
+// outcome writes "applies_at": null).
+func TestEveryOutcomeIsWritten(t *testing.T) {
+	at := "turn 2"
+	for _, o := range []CommandOutcome{OK(nil), OK(&at), Refuse(Malformed, "no")} {
+		line, err := EncodeEvent(1, "r", nil, &CommandResult{ID: "c1", Outcome: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Result == "ok" && !strings.Contains(string(line), `"applies_at":`) {
+			t.Errorf("an ok outcome without applies_at: %s", line)
+		}
+	}
+}
+
 func TestAbsentFieldsAreExplicitNull(t *testing.T) {
+	defer SetLineCheck(SetLineCheck(nil)) // zero values, which no run writes, on purpose
 	for _, name := range EventNames {
 		ev := newEvent(name)
 		line, err := EncodeEvent(1, "r", nil, ev)
