@@ -696,3 +696,50 @@ func TestCallWithoutMCP(t *testing.T) {
 		t.Error("a client chose the call id")
 	}
 }
+
+// TestServeReachesARelativeDecisionsSocket: mcp-serve's --decisions-socket
+// may be relative to the embedder's directory (decide.Dial itself takes
+// only absolute paths), and is asked before each call.
+func TestServeReachesARelativeDecisionsSocket(t *testing.T) {
+	ws, _ := tree(t)
+	t.Chdir(t.TempDir())
+	ln, err := decide.Listen(filepath.Join(mustGetwd(t), "d.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- decide.Serve(ctx, ln, func(context.Context, decide.Request) record.Decision {
+			return record.DenyDecision("asked over the relative socket")
+		}, decide.Options{})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := newRPC(t, inW, outR)
+	go func() {
+		err := Serve(context.Background(), Config{Workspace: ws, DecisionsSocket: "d.sock"}, inR, outW, io.Discard)
+		outW.Close()
+		c.done <- err
+	}()
+	defer c.close()
+	c.initialize()
+	if r := c.callTool("tool_search", `{"query":"read"}`); !r.IsError || !strings.Contains(r.text(), "asked over the relative socket") {
+		t.Errorf("%+v", r)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
+}
