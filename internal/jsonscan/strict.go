@@ -121,10 +121,11 @@ type walker struct {
 	depth int
 }
 
-// seg is one step of a path: a key, or an index when key is "" and
-// index >= 0.
+// seg is one step of a path: a key, or an index when index >= 0. The key
+// is a slice of the document (or of its decoded copy), turned into a
+// string only when a path is reported.
 type seg struct {
-	key   string
+	key   []byte
 	index int
 }
 
@@ -138,7 +139,7 @@ func (w *walker) where() string {
 		if b.Len() > 0 {
 			b.WriteByte('.')
 		}
-		b.WriteString(s.key)
+		b.Write(s.key)
 	}
 	return b.String()
 }
@@ -285,7 +286,7 @@ func (w *walker) object(i int, t reflect.Type, top bool) (int, error) {
 		if i >= len(b) || b[i] != ':' {
 			return 0, ErrSyntax
 		}
-		w.path = append(w.path, seg{key: string(key), index: -1})
+		w.path = append(w.path, seg{key: key, index: -1})
 		end, err = w.value(skipSpace(b, i+1), ft, false)
 		w.path = w.path[:len(w.path)-1]
 		if err != nil {
@@ -309,8 +310,9 @@ func (w *walker) object(i int, t reflect.Type, top bool) (int, error) {
 // keySet holds an object's keys: a list while the object is small, a map
 // past that.
 type keySet struct {
-	list [][]byte
-	set  map[string]struct{}
+	small [16][]byte
+	n     int
+	set   map[string]struct{}
 }
 
 // add reports whether key was there already, and adds it.
@@ -322,21 +324,21 @@ func (s *keySet) add(key []byte) bool {
 		s.set[string(key)] = struct{}{}
 		return false
 	}
-	for _, k := range s.list {
+	for _, k := range s.small[:s.n] {
 		if bytes.Equal(k, key) {
 			return true
 		}
 	}
-	if len(s.list) < 16 {
-		s.list = append(s.list, key)
+	if s.n < len(s.small) {
+		s.small[s.n] = key
+		s.n++
 		return false
 	}
-	s.set = make(map[string]struct{}, 2*len(s.list))
-	for _, k := range s.list {
+	s.set = make(map[string]struct{}, 2*len(s.small))
+	for _, k := range s.small {
 		s.set[string(k)] = struct{}{}
 	}
 	s.set[string(key)] = struct{}{}
-	s.list = nil
 	return false
 }
 

@@ -211,3 +211,38 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkStrictReader: what the strict check adds to a decode, side by
+// side with encoding/json's decode of the same line (compare the two).
+func BenchmarkStrictReader(b *testing.B) {
+	type line struct {
+		Format string          `json:"format"`
+		Seq    int             `json:"seq"`
+		CallID string          `json:"call_id"`
+		Name   string          `json:"name"`
+		Input  json.RawMessage `json:"input"`
+	}
+	for name, data := range map[string][]byte{
+		"small": []byte(`{"format":"metaharness.event/1","seq":3,"call_id":"toolu_1","name":"Bash","input":{"command":"ls -la","description":"list"}}`),
+		"large": []byte(`{"format":"metaharness.event/1","seq":3,"call_id":"toolu_1","name":"Write","input":{"file_path":"a.go","content":"` +
+			strings.Repeat(`package main\nfunc main() { println(\"hi\") }\n`, 4000) + `"}}`),
+	} {
+		b.Run(name+"/check", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := Check(data, &line{}, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/unmarshal", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				var l line
+				if err := json.Unmarshal(data, &l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
