@@ -26,7 +26,7 @@ func TestLine(t *testing.T) {
 	for line, says := range map[string]string{
 		`{"format":"metaharness.event/1","seq":1,"run":"r","event":"command.result","id":"c1","outcome":{"result":"ok","applies_at":5}}`: "does not match schemas/event.schema.json",
 		`{"format":"metaharness.event/1","seq":0,"run":"r","event":"text","text":"a","request_id":null}`:                                 "does not match",
-		`{"format":"metaharness.command/1","id":"c1","command":"tool.decide","call_id":"t1","decision":{"decision":"maybe"}}`:             "does not match schemas/command.schema.json",
+		`{"format":"metaharness.command/1","id":"c1","command":"tool.decide","call_id":"t1","decision":{"decision":"maybe"}}`:            "does not match schemas/command.schema.json",
 		`{"format":"metaharness.frame/1"}`: `the line's format "metaharness.frame/1" has no published schema`,
 		`{"seq":1}`:                        "no format tag",
 	} {

@@ -71,7 +71,7 @@ func TestRunAsksTheRun(t *testing.T) {
 	}
 	// A payload two readers could read two ways is denied, naming the key.
 	for payload, says := range map[string]string{
-		`{"tool_name":"Read","tool_name":"Bash","tool_use_id":"t"}`:                             `the key \"tool_name\" is given twice`,
+		`{"tool_name":"Read","tool_name":"Bash","tool_use_id":"t"}`:                            `the key \"tool_name\" is given twice`,
 		`{"tool_name":"Read","tool_use_id":"t","Tool_Input":{"command":"rm"},"tool_input":{}}`: `the key \"Tool_Input\" in the top-level object is \"tool_input\" spelled in another case`,
 		`{"tool_name":"Bash","tool_use_id":"t","tool_input":{"command":"ls","command":"rm"}}`:  `the key \"command\" is given twice in tool_input`,
 	} {
