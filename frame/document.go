@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/internal/inputfile"
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -280,11 +281,24 @@ func Parse(b []byte) (*Frame, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: the document is JSON but not one object", ErrNotJSON)
 	}
+	// The map above kept the last of a repeated key; a document that
+	// repeats one says two things, so it is refused before any is read.
+	if err := jsonscan.Check(b, nil, jsonscan.Options{}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	switch tag, present := obj["format"]; {
 	case !present || tag == nil:
 		return nil, fmt.Errorf("%w: it has no \"format\" tag (want %q)", ErrUnknownFormat, Format)
 	case tag != Format:
 		return nil, fmt.Errorf("%w: its format tag is %s", ErrUnknownFormat, jsonText(tag))
+	}
+	var wire struct {
+		Format string `json:"format"`
+		Digest string `json:"digest"`
+		Document
+	}
+	if err := jsonscan.Check(b, &wire, jsonscan.Options{RefuseUnknown: true}); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	stated, ok := obj["digest"].(string)
 	if !ok {
@@ -301,14 +315,7 @@ func Parse(b []byte) (*Frame, error) {
 	if where := findNull(obj, ""); where != "" {
 		return nil, fmt.Errorf("%w: %s is null; leave an optional key out instead", ErrInvalid, where)
 	}
-	var wire struct {
-		Format string `json:"format"`
-		Digest string `json:"digest"`
-		Document
-	}
-	strict := json.NewDecoder(bytes.NewReader(b))
-	strict.DisallowUnknownFields()
-	if err := strict.Decode(&wire); err != nil {
+	if err := json.Unmarshal(b, &wire); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	f, err := Seal(wire.Document)
@@ -325,10 +332,10 @@ func Parse(b []byte) (*Frame, error) {
 }
 
 // readsBackAsWritten checks that the content as written (operations in
-// canonical order) is exactly the content as read. encoding/json matches
-// keys without regard to case; a document that spells a key another way, or
-// says something the typed content does not carry, would otherwise be
-// digested as something other than what its author sealed.
+// canonical order) is exactly the content as read. Repeated, case-variant
+// and unknown keys are refused before this; what is left is a value the
+// typed content does not carry (an empty server or tool), which would
+// otherwise be digested as something other than what its author sealed.
 func readsBackAsWritten(obj map[string]any, f *Frame) error {
 	written := make(map[string]any, len(obj))
 	for k, v := range obj {
@@ -346,7 +353,7 @@ func readsBackAsWritten(obj map[string]any, f *Frame) error {
 		d := json.NewDecoder(bytes.NewReader(f.canonical))
 		d.UseNumber()
 		_ = d.Decode(&read)
-		return fmt.Errorf("%w: %s does not read back as written: a key is missing there or spelled in another case (keys are case-sensitive; see docs/frames.md)",
+		return fmt.Errorf("%w: %s does not read back as written: the typed content leaves out a key there (an empty optional value, say; leave the key out instead; see docs/frames.md)",
 			ErrInvalid, firstDifference(written, read, ""))
 	}
 	return nil

@@ -263,6 +263,31 @@ func TestLoadRefusesWhatIsNotARegularFile(t *testing.T) {
 	}
 }
 
+// TestKeyRefusalsSayWhere: a repeated key, a key in another case and an
+// unknown key are each refused naming the key and its JSON path; the
+// decoy of a second "operations" is refused whichever of the two a
+// reader would take.
+func TestKeyRefusalsSayWhere(t *testing.T) {
+	for file, want := range map[string]string{
+		"invalid-operations-given-twice.json":             `the key "operations" is given twice in the top-level object`,
+		"invalid-a-key-given-twice-in-an-operation.json":  `the key "op" is given twice in operations[3]`,
+		"invalid-an-unknown-key.json":                     `the key "admit_everything" in the top-level object is not one of its keys (format, digest, workflow,`,
+		"invalid-an-unknown-key-in-an-operation.json":     `the key "admit" in operations[3] is not one of its keys (op, server, tool)`,
+		"invalid-a-key-spelled-in-another-case.json":      `the key "Operations" in the top-level object is "operations" spelled in another case`,
+		"invalid-a-step-key-spelled-in-another-case.json": `the key "Attempt" in step is "attempt" spelled in another case`,
+		"invalid-the-same-key-in-two-spellings.json":      `the key "Operations" in the top-level object is "operations" spelled in another case`,
+	} {
+		_, err := Load(filepath.Join("testdata/frames", file))
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want ErrInvalid saying %q", file, err, want)
+		}
+		r := Refusal(file, err)
+		if r.Name != RefuseFrameInvalid || !strings.Contains(r.Message, want) {
+			t.Errorf("%s: refusal %s: %s", file, r.Name, r.Message)
+		}
+	}
+}
+
 func TestLoadForRunRefusals(t *testing.T) {
 	cases := map[string]exit.Name{
 		"testdata/frames/missing.json":                              RefuseFrameUnreadable,

@@ -190,6 +190,33 @@ func TestEveryRefusalCode(t *testing.T) {
 	}
 }
 
+// TestAToolDecideWithAKeyItDoesNotKnowDecidesNothing: a tool.decide with
+// an unknown key, a key given twice or a key in another case is refused
+// MALFORMED naming the key, and the call stays pending.
+func TestAToolDecideWithAKeyItDoesNotKnowDecidesNothing(t *testing.T) {
+	for line, says := range map[string]string{
+		string(commandLine("c", "tool.decide", `"call_id":"t1","decision":{"decision":"allow"},"scope":"every call"`)):                         `"scope"`,
+		string(decideLine("c", "t1", `{"decision":"allow","why":"x"}`)):                                                                        `"why" in decision`,
+		string(commandLine("c", "halt", `"command":"tool.decide","call_id":"t1","decision":{"decision":"allow"}`)):                             `"command" is given twice`,
+		string(commandLine("c", "tool.decide", `"call_id":"t1","decision":{"decision":"deny","reason":"no"},"Decision":{"decision":"allow"}`)): `"Decision" in the top-level object is "decision"`,
+	} {
+		r := newRig(t, Config{Mode: ModeAsk, VendorTimeout: time.Minute})
+		r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})
+		if err := r.e.HandleLine([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+		got := r.results(t)["c"]
+		if len(got) != 1 || got[0].Refused == nil || got[0].Refused.Code != record.Malformed || !strings.Contains(got[0].Refused.Reason, says) {
+			t.Errorf("%s: outcome %+v, want MALFORMED naming %s", line, got, says)
+		}
+		for _, l := range r.lines(t) {
+			if l.Name() == "tool.decided" {
+				t.Errorf("%s: the call was decided", line)
+			}
+		}
+	}
+}
+
 func TestAnUnparseableLineIsReportedOnStderrAndTheRunGoesOn(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeAsk})
 	r.e.Request(Call{CallID: "t1", Name: "shell", Seam: record.SeamHook}, func(record.Decision) {})

@@ -71,6 +71,7 @@ type run struct {
 	out      stream                  // the event stream (run_stream.go)
 	proxy    *loopback.Proxy         // under --credentials loopback (run_setup.go)
 	version  chan string             // the vendor's --version, once read (run_version.go)
+	channel  channelLog              // the decision channel's refusals (run_channel.go)
 	happened []string                // what had started, for catalogue-copy-differs
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	ended    *ended                  // set once the session has been concluded (run_windup.go)

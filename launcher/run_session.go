@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 
 	"github.com/metaharness/metaharness/exit"
@@ -76,7 +75,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 	if a, ok := svc.sess.(Answerer); ok {
 		answer = a.Answer
 	}
-	ln, err := net.Listen("unix", r.tree.socket)
+	ln, err := decide.Listen(r.tree.socket)
 	if err != nil {
 		return nil, exit.Wrap(RefuseDecisionSocket, err, "the decision channel cannot listen in %s", r.tree.root)
 	}
@@ -84,7 +83,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = decide.Serve(ctx, ln, answer)
+		_ = decide.Serve(ctx, ln, answer, decide.Options{Refused: r.channelRefused})
 	}()
 	return func() { stop(); <-served }, nil
 }

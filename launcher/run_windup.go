@@ -23,6 +23,9 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	eng := svc.eng
 	_ = eng.Close()
 	r.closeProxy()
+	if w := r.channelSummary(); w != nil {
+		r.emit(nil, w)
+	}
 	if terminal != nil {
 		census := eng.Census()
 		terminal.Census = &census

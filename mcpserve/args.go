@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // CallError is a tools/call answered with isError: nothing was performed.
@@ -83,9 +84,9 @@ func (e *Entry) CheckArguments(raw json.RawMessage) (Arguments, *CallError) {
 	}
 	members, err := objectMembers(raw)
 	if err != nil {
-		var dup duplicateKey
-		if errors.As(err, &dup) {
-			return nil, callErr(e.Name, string(dup), "is given twice")
+		var ke *jsonscan.KeyError
+		if errors.As(err, &ke) && ke.Path == "" {
+			return nil, callErr(e.Name, ke.Key, "is given twice")
 		}
 		return nil, callErr(e.Name, "", "got arguments that are not one JSON object (%v)", err)
 	}
@@ -112,47 +113,18 @@ func (e *Entry) CheckArguments(raw json.RawMessage) (Arguments, *CallError) {
 	return out, nil
 }
 
-type duplicateKey string
-
-func (d duplicateKey) Error() string { return fmt.Sprintf("key %q is given twice", string(d)) }
-
 // objectMembers splits one JSON object into its members without decoding
-// the values, refusing a key given twice (two readers could each pick a
-// different one) and anything after the object.
+// the values, refusing (internal/jsonscan's strict reader) a key given
+// twice anywhere in it, since two readers could each pick a different one.
 func objectMembers(raw []byte) (Arguments, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil {
+	if err := jsonscan.Check(raw, nil, jsonscan.Options{}); err != nil {
 		return nil, err
 	}
 	var out Arguments
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := t.(string)
-		if !ok {
-			return nil, fmt.Errorf("a key that is not a string")
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		if seen[key] {
-			return nil, duplicateKey(key)
-		}
-		seen[key] = true
-		out = append(out, Arg{Name: key, Value: v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("more after the object")
-	}
-	return out, nil
+	err := jsonscan.Members(raw, func(key, val []byte) {
+		out = append(out, Arg{Name: string(key), Value: bytes.Clone(val)})
+	})
+	return out, err
 }
 
 func isNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }

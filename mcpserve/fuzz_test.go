@@ -56,7 +56,8 @@ func FuzzParseContract(f *testing.F) {
 // changes nothing.
 func FuzzCheckArguments(f *testing.F) {
 	for _, s := range []string{``, `null`, `[]`, `"x"`, `{}`, `{"path":"a"}`, `{"path":null}`, `{"path":"a","max_bytes":null}`,
-		`{"path":"a","path":"b"}`, `{"path":"a","bogus":1}`, `{"path":"a"} x`, `{"path":"\u0000","encoding":[1,{"a":null}]}`, `{"max_bytes":1e999,"path":""}`} {
+		`{"path":"a","path":"b"}`, `{"path":"a","bogus":1}`, `{"path":"a"} x`, `{"path":"\u0000","encoding":[1,{"a":null}]}`, `{"max_bytes":1e999,"path":""}`,
+		`{"path":"a","\u0070ath":"b"}`, `{"path":"a","Path":"b"}`, `{"path":"a","encoding":{"k":1,"k":2}}`} {
 		f.Add([]byte(s))
 	}
 	c, err := ParseContract("t.yaml", []byte(testContract))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/decide"
@@ -43,7 +44,10 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		if err != nil || st.Mode()&os.ModeSocket == 0 {
 			return exit.Refuse(RefuseDecisionsSocketUnusable, "--decisions-socket %s (or $%s) is not a listening unix socket; start the answering side first, or leave it unset to decide standalone", cfg.DecisionsSocket, EnvDecisionsSocket)
 		}
-		opts.Asker = decide.Dial(cfg.DecisionsSocket)
+		// Dial takes absolute paths only (a run's socket is named from the
+		// root); an embedder's relative one is from its own directory.
+		abs, _ := filepath.Abs(cfg.DecisionsSocket)
+		opts.Asker = decide.Dial(abs)
 	} else {
 		opts.Asker = RecordingAsker(stderr)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/internal/loopbackhost"
 	"github.com/metaharness/metaharness/record"
 )
@@ -356,8 +357,8 @@ func (o Options) Resolve(tool string, input json.RawMessage) Call {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
-		if json.Unmarshal(input, &inv) != nil {
-			return call
+		if jsonscan.Decode(input, &inv, jsonscan.Options{}) != nil {
+			return call // a key repeated or in another case names no entry
 		}
 		if _, ok := defaultEntries(o.Writable, o.AllowPrograms).Entry(inv.Name); !ok {
 			return call

@@ -449,7 +449,7 @@ func TestServeDecisionChannel(t *testing.T) {
 			defer mu.Unlock()
 			asked = append(asked, req)
 			return answer
-		})
+		}, decide.Options{})
 	}()
 	defer func() {
 		cancel()
@@ -573,6 +573,9 @@ func TestResolve(t *testing.T) {
 		{Options{}, "tool_invoke", `{"name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
 		{Options{Writable: true}, "tool_invoke", `{"name":"fs.write","arguments":{"path":"p"}}`, "fs.write", "file.write", []string{"file:p"}, false},
 		{Options{Writable: true, AllowPrograms: []string{"go"}}, "tool_invoke", `{"name":"run","arguments":{"argv":["go","test"]}}`, "run", "shell", []string{"proc:go"}, false},
+		// An invocation two readers could read as two entries names none.
+		{Options{Writable: true}, "tool_invoke", `{"name":"fs.list","Name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
+		{Options{Writable: true}, "tool_invoke", `{"name":"fs.list","name":"fs.write","arguments":{"path":"p"}}`, "", "", []string{}, false},
 	} {
 		got := tc.opts.Resolve(tc.tool, json.RawMessage(tc.in))
 		if got.Entry != tc.entry || got.Operation != tc.op || !slices.Equal(got.Subjects, tc.subjects) || got.Catalogue != tc.catalogue {
@@ -692,4 +695,51 @@ func TestCallWithoutMCP(t *testing.T) {
 	if got := d.last(t).CallID; got == "forged" {
 		t.Error("a client chose the call id")
 	}
+}
+
+// TestServeReachesARelativeDecisionsSocket: mcp-serve's --decisions-socket
+// may be relative to the embedder's directory (decide.Dial itself takes
+// only absolute paths), and is asked before each call.
+func TestServeReachesARelativeDecisionsSocket(t *testing.T) {
+	ws, _ := tree(t)
+	t.Chdir(t.TempDir())
+	ln, err := decide.Listen(filepath.Join(mustGetwd(t), "d.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- decide.Serve(ctx, ln, func(context.Context, decide.Request) record.Decision {
+			return record.DenyDecision("asked over the relative socket")
+		}, decide.Options{})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := newRPC(t, inW, outR)
+	go func() {
+		err := Serve(context.Background(), Config{Workspace: ws, DecisionsSocket: "d.sock"}, inR, outW, io.Discard)
+		outW.Close()
+		c.done <- err
+	}()
+	defer c.close()
+	c.initialize()
+	if r := c.callTool("tool_search", `{"query":"read"}`); !r.IsError || !strings.Contains(r.text(), "asked over the relative socket") {
+		t.Errorf("%+v", r)
+	}
+}
+
+func mustGetwd(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wd
 }

@@ -65,7 +65,7 @@ func (d Decision) Validate() error {
 // {"result":"refused","refused":{"code":…,"reason":…}}.
 type CommandOutcome struct {
 	Result    string          `json:"result" jsonschema:"enum=ok,enum=refused"`
-	AppliesAt *string         `json:"applies_at,omitempty"`
+	AppliesAt *string         `json:"applies_at,omitempty" jsonschema:"nullable"`
 	Refused   *CommandRefusal `json:"refused,omitempty"`
 }
 

@@ -177,11 +177,17 @@ func parseEvent(line []byte) (*EventLine, error) {
 		}
 		out.At = &at
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(line), ev); err != nil {
+	if err := jsonscan.Decode(bytes.TrimSpace(line), ev, jsonscan.Options{Also: eventKeys}); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, *h.Event, err)
 	}
 	return out, nil
 }
+
+// The header keys of each kind of line, read apart from its payload.
+var (
+	eventKeys   = []string{"format", "seq", "run", "at", "event"}
+	commandKeys = []string{"format", "id", "command"}
+)
 
 // seqOf reads a seq: a JSON integer from 1 that fits in 64 bits, written
 // as JSON writes one (no sign, fraction, exponent or leading zero).
@@ -201,9 +207,12 @@ func seqOf(raw []byte, seq *uint64) bool {
 	return true
 }
 
-// ParseCommand reads one metaharness.command/1 line. Unknown fields are
-// ignored; a tool.decide whose decision breaks the variant rules (a blank
-// deny reason, say) is ErrMalformed.
+// ParseCommand reads one metaharness.command/1 line. A key given twice or
+// spelled in another case than the command's is ErrMalformed, with no ID
+// when that key is "id" itself (the line cannot say whom to answer). Unknown
+// fields are ignored, except in tool.decide, which decides a call and takes
+// no key it does not know; a tool.decide whose decision breaks the variant
+// rules (a blank deny reason, say) is ErrMalformed.
 func ParseCommand(line []byte) (*CommandLine, error) { return asJSON(line, parseCommand) }
 
 func parseCommand(line []byte) (*CommandLine, error) {
@@ -212,6 +221,11 @@ func parseCommand(line []byte) (*CommandLine, error) {
 		return nil, err
 	}
 	out := &CommandLine{}
+	keys := jsonscan.Check(bytes.TrimSpace(line), nil, jsonscan.Options{Also: commandKeys})
+	var ke *jsonscan.KeyError
+	if errors.As(keys, &ke) && ke.Path == "" && strings.EqualFold(ke.Key, "id") {
+		return nil, fmt.Errorf("%w: %v; without one id the command cannot be answered", ErrMalformed, keys)
+	}
 	if h.ID == nil || json.Unmarshal(*h.ID, &out.ID) != nil || out.ID == "" {
 		return nil, fmt.Errorf("%w: a command needs a non-empty string \"id\" to be answered under", ErrMalformed)
 	}
@@ -221,6 +235,9 @@ func parseCommand(line []byte) (*CommandLine, error) {
 	if !utf8.Valid(line) {
 		return out, fmt.Errorf("%w: command %q: the line is not UTF-8, and a command is read as sent or not at all", ErrMalformed, out.ID)
 	}
+	if keys != nil {
+		return out, fmt.Errorf("%w: command %q: %v", ErrMalformed, out.ID, keys)
+	}
 	if h.Command == nil {
 		return out, fmt.Errorf("%w: command %q has no \"command\" name", ErrMalformed, out.ID)
 	}
@@ -229,7 +246,8 @@ func parseCommand(line []byte) (*CommandLine, error) {
 	if c == nil {
 		return out, fmt.Errorf("%w: command %q is not one of the %d command names", ErrUnknownName, out.Name, len(CommandNames))
 	}
-	if err := json.Unmarshal(bytes.TrimSpace(line), c); err != nil {
+	_, decides := c.(*ToolDecide)
+	if err := jsonscan.Decode(bytes.TrimSpace(line), c, jsonscan.Options{Also: commandKeys, RefuseUnknown: decides}); err != nil {
 		return out, fmt.Errorf("%w: %s: %v", ErrMalformed, out.Name, err)
 	}
 	if err := checkCommand(c); err != nil {

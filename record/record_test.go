@@ -165,7 +165,24 @@ func TestWriterAssignsSeqAndClosesLast(t *testing.T) {
 	}
 }
 
+// TestEveryOutcomeIsWritten: each command.result variant renders, and so
+// passes the published schema the test binary holds lines to (an ok
+// outcome writes "applies_at": null).
+func TestEveryOutcomeIsWritten(t *testing.T) {
+	at := "turn 2"
+	for _, o := range []CommandOutcome{OK(nil), OK(&at), Refuse(Malformed, "no")} {
+		line, err := EncodeEvent(1, "r", nil, &CommandResult{ID: "c1", Outcome: o})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Result == "ok" && !strings.Contains(string(line), `"applies_at":`) {
+			t.Errorf("an ok outcome without applies_at: %s", line)
+		}
+	}
+}
+
 func TestAbsentFieldsAreExplicitNull(t *testing.T) {
+	defer SetLineCheck(SetLineCheck(nil)) // zero values, which no run writes, on purpose
 	for _, name := range EventNames {
 		ev := newEvent(name)
 		line, err := EncodeEvent(1, "r", nil, ev)
@@ -256,6 +273,60 @@ func TestCommandReaderErrors(t *testing.T) {
 		}
 		if c.wantID == "" && got != nil && got.ID != "" {
 			t.Errorf("%q: answered under id %q, which is not the id it sent", c.line, got.ID)
+		}
+	}
+}
+
+// TestCommandKeysAreExact: a key given twice or in another case, and in
+// tool.decide a key it does not know, is MALFORMED naming the key and where
+// it is, answered under the id; a repeated id has no id to answer under.
+func TestCommandKeysAreExact(t *testing.T) {
+	const head = `{"format":"metaharness.command/1","id":"c1",`
+	for _, c := range []struct {
+		line, msg string
+		id        bool
+	}{
+		{head + `"command":"halt","command":"tool.decide","call_id":"t1","decision":{"decision":"allow"}}`, `the key "command" is given twice in the top-level object`, true},
+		{head + `"command":"tool.decide","call_id":"t1","call_id":"t2","decision":{"decision":"allow"}}`, `the key "call_id" is given twice in the top-level object`, true},
+		{head + `"command":"tool.decide","call_id":"t1","Call_ID":"t2","decision":{"decision":"allow"}}`, `the key "Call_ID" in the top-level object is "call_id" spelled in another case`, true},
+		{head + `"command":"tool.decide","call_id":"t1","decision":{"decision":"allow","Decision":"deny","reason":"x"}}`, `the key "Decision" in decision is "decision" spelled in another case`, true},
+		{head + `"command":"tool.decide","call_id":"t1","decision":{"decision":"deny","reason":"a","reason":"b"}}`, `the key "reason" is given twice in decision`, true},
+		{head + `"command":"tool.decide","call_id":"t1","decision":{"decision":"allow"},"scope":"all"}`, `the key "scope" in the top-level object is not one of its keys (call_id, decision, format, id, command)`, true},
+		{head + `"command":"tool.decide","call_id":"t1","decision":{"decision":"allow","until":"never"}}`, `the key "until" in decision is not one of its keys (decision, reason, input)`, true},
+		{head + `"Command":"halt"}`, `the key "Command" in the top-level object is "command" spelled in another case`, true},
+		{head + `"command":"halt","Format":"x"}`, `the key "Format" in the top-level object is "format" spelled in another case`, true},
+		{head + `"command":"steer","text":"a","Text":"b"}`, `the key "Text" in the top-level object is "text" spelled in another case`, true},
+		{head + `"command":"frame.set","frame":{"a":1,"a":2}}`, `the key "a" is given twice in frame`, true},
+		{`{"format":"metaharness.command/1","id":"c1","id":"c2","command":"halt"}`, `the key "id" is given twice in the top-level object; give each key once; without one id the command cannot be answered`, false},
+		{`{"format":"metaharness.command/1","id":"c1","ID":"c2","command":"halt"}`, `the key "ID" in the top-level object is "id" spelled in another case`, false},
+	} {
+		got, err := ParseCommand([]byte(c.line))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v, want MALFORMED saying %q", c.line, err, c.msg)
+			continue
+		}
+		if answered := got != nil && got.ID != ""; answered != c.id {
+			t.Errorf("%s: answered under an id: %v, want %v", c.line, answered, c.id)
+		}
+	}
+	// Other commands still ignore a key they do not know.
+	if _, err := ParseCommand([]byte(head + `"command":"halt","reason":null,"future":1}`)); err != nil {
+		t.Errorf("halt with an unknown key: %v", err)
+	}
+}
+
+// TestEventKeysAreExact: an event line that repeats a key, or spells one
+// in another case, is ErrMalformed; unknown keys are still ignored.
+func TestEventKeysAreExact(t *testing.T) {
+	const head = `{"format":"metaharness.event/1","seq":1,"run":"r","event":"text",`
+	for line, msg := range map[string]string{
+		head + `"text":"a","text":"b","request_id":null}`:                                      `the key "text" is given twice`,
+		head + `"text":"a","Text":"b","request_id":null}`:                                      `the key "Text" in the top-level object is "text" spelled in another case`,
+		head + `"text":"a","request_id":null,"Seq":2}`:                                         `the key "Seq" in the top-level object is "seq" spelled in another case`,
+		`{"format":"metaharness.event/1","seq":1,"seq":2,"run":"r","event":"text","text":"a"}`: `the key "seq" is given twice`,
+	} {
+		if _, err := ParseEvent([]byte(line)); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: got %v, want ErrMalformed saying %q", line, err, msg)
 		}
 	}
 }

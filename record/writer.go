@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is returned by a Writer after its stream.closed line.
@@ -209,6 +210,32 @@ func (w *Writer) writeLocked(at *string, ev Event) error {
 	return nil
 }
 
+// lineCheck is SetLineCheck's check, nil in a release binary.
+var lineCheck atomic.Pointer[func(line []byte)]
+
+// SetLineCheck installs check, which EncodeEvent and EncodeCommand call
+// with every line they render, and returns the one it replaces; nil
+// removes it. A test binary installs internal/schemacheck's, so that every
+// line any test writes is held to the published schemas; the release
+// binary installs none and pays one atomic load a line.
+func SetLineCheck(check func(line []byte)) (previous func(line []byte)) {
+	var p *func([]byte)
+	if check != nil {
+		p = &check
+	}
+	if old := lineCheck.Swap(p); old != nil {
+		return *old
+	}
+	return nil
+}
+
+func checked(line []byte) []byte {
+	if c := lineCheck.Load(); c != nil {
+		(*c)(line)
+	}
+	return line
+}
+
 // EncodeEvent renders one event line, newline included. Header keys come
 // first in a fixed order; the payload's keys follow in field order.
 func EncodeEvent(seq uint64, run string, at *string, ev Event) ([]byte, error) {
@@ -230,7 +257,7 @@ func EncodeEvent(seq uint64, run string, at *string, ev Event) ([]byte, error) {
 		return nil, fmt.Errorf("record: encoding %s: %w", ev.EventName(), err)
 	}
 	b.WriteString("}\n")
-	return b.Bytes(), nil
+	return checked(b.Bytes()), nil
 }
 
 // EncodeCommand renders one command line, newline included.
@@ -245,7 +272,7 @@ func EncodeCommand(id string, c Command) ([]byte, error) {
 		return nil, fmt.Errorf("record: encoding %s: %w", c.CommandName(), err)
 	}
 	b.WriteString("}\n")
-	return b.Bytes(), nil
+	return checked(b.Bytes()), nil
 }
 
 // appendPayload writes the payload object's members after the header keys.

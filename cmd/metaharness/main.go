@@ -93,6 +93,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, environ []st
 	if err := refuseSecretsOnArgv(args); err != nil {
 		return fail(err)
 	}
+	if err := refuseTaskNotUTF8(args); err != nil {
+		return fail(err)
+	}
 	var c cli
 	code, kctx, err := parse(&c, args, stdout, stderr)
 	if kctx == nil {

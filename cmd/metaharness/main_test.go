@@ -15,13 +15,14 @@ import (
 	"github.com/metaharness/metaharness/testkit/fakevendor"
 )
 
-// TestMain lets the test binary stand in for metaharness inside scripts,
+// TestMain lets the test binary stand in for metaharness inside scripts
+// (every line it writes held to the published schemas, checkedMain),
 // for the vendors (`vendor claude` puts the stand-in where a run looks for
 // it; testkit/fakevendor, and testkit/b10xstandin for b10x-harness)
 // and for an embedder answering a run's stream on its stdin.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"metaharness":  main,
+		"metaharness":  checkedMain,
 		"claude":       fakevendor.ClaudeMain,
 		"codex":        fakevendor.CodexMain,
 		"b10x-harness": b10xstandin.MainFromTestscript,
@@ -40,6 +41,7 @@ func TestScripts(t *testing.T) {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")
 			env.Setenv("HOME", env.WorkDir+"/home")
+			schemaFailures(env)
 			return os.MkdirAll(env.WorkDir+"/home", 0o755)
 		},
 	})

@@ -14,4 +14,5 @@ const (
 	RefuseNotInThisMilestone exit.Name = "not-in-this-milestone"
 	RefusePromptTwice        exit.Name = "prompt-twice"
 	RefuseStrayArguments     exit.Name = "stray-arguments"
+	RefusePromptNotUTF8      exit.Name = "prompt-not-utf8"
 )

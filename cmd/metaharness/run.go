@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
 
@@ -140,6 +141,57 @@ func (c *runCmd) trailing() (prompt string, auditorArgs []string, err error) {
 		return "", nil, exit.Refuse(RefuseStrayArguments, "%s after -- would reach no one: without --auditor only the last argument after -- is read, as the task (%q); drop them, or add --auditor PREFIX --spec FILE to pass them to an auditor", quoted(rest), prompt)
 	}
 	return prompt, rest, nil
+}
+
+// refuseTaskNotUTF8 refuses a run whose task (-p, or the last argument
+// after -- without it) is not UTF-8. It reads argv before kong does: kong
+// reads an invalid byte as U+FFFD, so the run would carry a task nobody
+// gave, and a vendor and the record would show it.
+func refuseTaskNotUTF8(args []string) error {
+	if len(args) == 0 || args[0] != "run" {
+		return nil
+	}
+	flagged := false
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		name, value, inline := a, "", false
+		if k, v, ok := strings.Cut(a, "="); ok && (k == "-p" || k == "--prompt") {
+			name, value, inline = k, v, true
+		} else if strings.HasPrefix(a, "-p") && len(a) > 2 {
+			name, value, inline = "-p", a[2:], true
+		}
+		switch {
+		case a == "--":
+			if !flagged && i+1 < len(args) {
+				return utf8Task("the task after --", args[len(args)-1])
+			}
+			return nil
+		case name == "-p" || name == "--prompt":
+			if !inline {
+				if i+1 >= len(args) {
+					return nil
+				}
+				i++
+				value = args[i]
+			}
+			flagged = true
+			if err := utf8Task(name, value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func utf8Task(given, task string) error {
+	for i := 0; i < len(task); {
+		r, n := utf8.DecodeRuneInString(task[i:])
+		if r == utf8.RuneError && n == 1 {
+			return exit.Refuse(RefusePromptNotUTF8, "%s is not UTF-8 text (byte 0x%02x at offset %d); give the task as UTF-8", given, task[i], i)
+		}
+		i += n
+	}
+	return nil
 }
 
 // quoted lists arguments as Go strings: "a" "b".

@@ -8,6 +8,22 @@
 // and both close. Every failure denies: an asker that cannot reach the run,
 // or reads no valid answer, reports an error its caller turns into a deny,
 // and Serve answers a request it cannot read with a deny naming the fault.
+// Both lines are read by the strict reader (internal/jsonscan): a key given
+// twice, in another case, or unknown is a request or answer refused.
+//
+// The socket is reachable by everything the agent runs, so the server holds
+// each connection to bounds and answers whatever exceeds one with a deny
+// naming it, then goes on: a line is at most MaxLine bytes (the largest call
+// input a request carries, MaxInput, the 16 MiB a hook reads, and room for
+// the rest); at most MaxConns connections are open at once (past that the
+// oldest still sending its line is cut off); the lines being held across
+// all of them are at most Budget bytes; and a connection that has not sent
+// its whole line within ReadTimeout is dropped. Options.Refused hears of
+// each request so refused, for the run's record.
+//
+// A unix socket's path is at most 107 bytes; Listen and Dial reach a longer
+// one through the directory that holds it (/proc/self/fd/N/name), so the
+// channel works in a scratch tree of any depth.
 //
 // It lives apart from mcpserve because the hook program of a vendor asks
 // the same channel and has nothing to do with MCP, and apart from the
@@ -15,7 +31,6 @@
 package decide
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -26,12 +41,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/record"
 )
 
-// maxLine bounds one line of the channel (a request carries the
-// call's input, which for fs.write holds a whole file).
-const maxLine = 64 << 20
+// MaxInput is the largest call input a request is built to carry: the
+// PreToolUse payload a hook reads (Claude Code's Write or Edit of a whole
+// file) is bounded by it, and fs.write's text is far below it.
+const MaxInput = 16 << 20
+
+// MaxLine bounds one line of the channel either way: a call's input and
+// room for the request's other fields (or a replacement input and the
+// answer's).
+const MaxLine = MaxInput + 64<<10
 
 // Backstop is how long an asker waits when its context has no deadline. It
 // lies past the run's own deadline for a pending call (frame.DeadlineFor of
@@ -78,54 +100,72 @@ func (f AskerFunc) Ask(ctx context.Context, req Request) (record.Decision, error
 	return f(ctx, req)
 }
 
-// Dial is the Asker of the run listening on the unix socket at path: one
-// connection per call.
+// Dial is the Asker of the run listening on the unix socket at path, an
+// absolute path of any length: one connection per call.
 func Dial(path string) Asker { return socketAsker(path) }
 
 type socketAsker string
 
 func (s socketAsker) Ask(ctx context.Context, req Request) (record.Decision, error) {
 	path := string(s)
+	line, err := encodeLine(req)
+	if err != nil {
+		return record.Decision{}, err
+	}
+	if len(line) > MaxLine+1 {
+		return record.Decision{}, fmt.Errorf("the decision request is %d bytes, past the decision channel's %d-byte line limit, so it was not sent", len(line)-1, MaxLine)
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, Backstop)
 		defer cancel()
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", path)
+	conn, err := dial(ctx, path)
 	if err != nil {
 		return record.Decision{}, fmt.Errorf("the decision socket %s: %w", path, err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	line, err := json.Marshal(req)
-	if err != nil {
-		return record.Decision{}, err
+	// A write the run cut short (it refused the request) is followed by
+	// the run's answer saying why: read it before giving up.
+	_, werr := conn.Write(line)
+	answer, err := readLine(conn, MaxLine, nil)
+	if errors.Is(err, errTooLong) {
+		err = fmt.Errorf("an answer longer than %d bytes", MaxLine)
 	}
-	if _, err := conn.Write(append(line, '\n')); err != nil {
-		return record.Decision{}, fmt.Errorf("the decision socket %s: writing the request: %w", path, err)
-	}
-	answer, err := readLine(bufio.NewReader(conn))
 	if err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
+		if werr != nil {
+			return record.Decision{}, fmt.Errorf("the decision socket %s: writing the request: %w", path, werr)
+		}
 		return record.Decision{}, fmt.Errorf("the decision socket %s: reading the answer: %w", path, err)
 	}
-	d2, err := ParseDecision(answer)
+	d, err := ParseDecision(answer)
 	if err != nil {
 		return record.Decision{}, fmt.Errorf("the decision socket %s: %w", path, err)
 	}
-	return d2, nil
+	return d, nil
+}
+
+// encodeLine renders v as one line without HTML escaping, which would make
+// an input of '<' six times its size.
+func encodeLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // ParseDecision reads one answer line of the channel.
 func ParseDecision(line []byte) (record.Decision, error) {
 	var d record.Decision
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&d); err != nil {
+	if err := jsonscan.Decode(line, &d, jsonscan.Options{RefuseUnknown: true}); err != nil {
 		return d, fmt.Errorf("the answer is not a decision object: %w", err)
 	}
 	if err := d.Validate(); err != nil {
@@ -137,7 +177,7 @@ func ParseDecision(line []byte) (record.Decision, error) {
 // ParseRequest reads one request line of the channel.
 func ParseRequest(line []byte) (Request, error) {
 	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
+	if err := jsonscan.Decode(line, &req, jsonscan.Options{RefuseUnknown: true}); err != nil {
 		return req, fmt.Errorf("the request is not a decision request: %w", err)
 	}
 	if req.Seam == "" || req.CallID == "" || req.Tool == "" {
@@ -146,22 +186,67 @@ func ParseRequest(line []byte) (Request, error) {
 	return req, nil
 }
 
-// readLine reads one newline-terminated line of at most maxLine
-// bytes (the newline dropped).
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
+// errTooLong is a line past its limit.
+var errTooLong = errors.New("too long")
+
+// firstBuffer is what a line is first read into; every connection may hold
+// this much without charge to the server's budget. A longer line is read
+// into chunks of chunkSize, taken from a pool and given back when the line
+// is done or refused: a flood of lines that never end reuses the same
+// memory instead of leaving a growing buffer's copies for the collector.
+const (
+	firstBuffer = 4 << 10
+	chunkSize   = 64 << 10
+)
+
+var chunks = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+// readLine reads one newline-terminated line of at most max bytes (the
+// newline dropped) from r. charge, when set, is asked before each chunk is
+// taken, and its error ends the read.
+func readLine(r io.Reader, max int, charge func(extra int) error) ([]byte, error) {
+	first := make([]byte, firstBuffer)
+	var taken []*[chunkSize]byte
+	defer func() {
+		for _, c := range taken {
+			chunks.Put(c)
+		}
+	}()
+	cur, used, total := first, 0, 0 // the chunk being filled, its bytes, all bytes
 	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > maxLine {
-			return nil, fmt.Errorf("a line longer than %d bytes", maxLine)
+		if used == len(cur) {
+			if charge != nil {
+				if err := charge(chunkSize); err != nil {
+					return nil, err
+				}
+			}
+			c := chunks.Get().(*[chunkSize]byte)
+			taken = append(taken, c)
+			cur, used = c[:], 0
+		}
+		n, err := r.Read(cur[used:])
+		if i := bytes.IndexByte(cur[used:used+n], '\n'); i >= 0 {
+			if total+i > max {
+				return nil, errTooLong
+			}
+			line := make([]byte, 0, total+i)
+			if len(taken) == 0 {
+				return append(line, first[:used+i]...), nil
+			}
+			line = append(line, first...)
+			for _, c := range taken[:len(taken)-1] {
+				line = append(line, c[:]...)
+			}
+			return append(line, cur[:used+i]...), nil
+		}
+		used += n
+		total += n
+		if total > max {
+			return nil, errTooLong
 		}
 		switch {
 		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
+		case errors.Is(err, io.EOF) && total > 0:
 			return nil, errors.New("the line ends without a newline")
 		default:
 			return nil, err
@@ -172,49 +257,10 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 // Serve answers the requests arriving on ln with answer until ctx is done
 // (then it returns nil) or ln fails. A request that does not parse, and an
 // answer that is not a valid decision, are answered with a deny naming the
-// fault: a broken asker must not get a call performed. It returns only
-// after every answer in flight was written or abandoned.
-func Serve(ctx context.Context, ln net.Listener, answer func(ctx context.Context, req Request) record.Decision) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	stop := context.AfterFunc(ctx, func() { _ = ln.Close() })
-	defer stop()
-	for {
-		conn, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("the decision socket: %w", err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answerOne(ctx, conn, answer)
-		}()
-	}
-}
-
-func answerOne(ctx context.Context, conn net.Conn, answer func(context.Context, Request) record.Decision) {
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
-	defer stop()
-	var d record.Decision
-	line, err := readLine(bufio.NewReader(conn))
-	if err != nil {
-		return // the asker went away or sent no line; it denies on its side
-	}
-	req, err := ParseRequest(line)
-	if err != nil {
-		d = record.DenyDecision("metaharness could not read the decision request: " + err.Error())
-	} else {
-		d = answer(ctx, req)
-		if err := d.Validate(); err != nil {
-			d = record.DenyDecision("the decider gave no valid decision: " + err.Error())
-		}
-	}
-	out, _ := json.Marshal(d)
-	_, _ = conn.Write(append(out, '\n'))
+// fault: a broken asker must not get a call performed. A request past a
+// bound of the channel is answered with a deny naming the bound, and told
+// to opts.Refused. It returns only after every answer in flight was
+// written or abandoned.
+func Serve(ctx context.Context, ln net.Listener, answer func(ctx context.Context, req Request) record.Decision, opts Options) error {
+	return newServer(answer, opts, defaultLimits).serve(ctx, ln)
 }

@@ -3,6 +3,11 @@
 // a few header fields before it knows what to decode the line into takes
 // them here, and leaves the one decode of the whole line to encoding/json.
 //
+// It is also the strict reader (Check, Decode) that every parser of JSON
+// from outside the run goes through: encoding/json lets the last of a
+// repeated key win and matches keys in any case, and the strict reader
+// refuses both, naming the key and its path (strict.go).
+//
 // The walk checks structure (strings closed, brackets balanced, colons and
 // commas in place, nothing after the object), not grammar: a number, a
 // literal or an escape inside a value is not checked, so a value handed out

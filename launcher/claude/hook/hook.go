@@ -12,12 +12,13 @@ import (
 	"io"
 
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/record"
 )
 
 // maxPayload bounds the PreToolUse payload read from the hook's stdin
 // (it carries the call's input, which for Write holds a whole file).
-const maxPayload = 16 << 20
+const maxPayload = decide.MaxInput
 
 // Args are the hook's arguments after its program's name, for the run
 // whose decision channel listens at socket.
@@ -66,8 +67,8 @@ type Input struct {
 // ParseInput reads the hook's stdin.
 func ParseInput(b []byte) (*Input, error) {
 	var in Input
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("the PreToolUse payload is not JSON: %w", err)
+	if err := jsonscan.Decode(b, &in, jsonscan.Options{}); err != nil {
+		return nil, fmt.Errorf("the PreToolUse payload cannot be read: %w", err)
 	}
 	if in.ToolName == "" || in.ToolUseID == "" {
 		return nil, fmt.Errorf("the PreToolUse payload names no tool_name or tool_use_id")

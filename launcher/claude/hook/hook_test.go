@@ -44,7 +44,7 @@ func TestRunAsksTheRun(t *testing.T) {
 		served <- decide.Serve(ctx, ln, func(_ context.Context, req decide.Request) record.Decision {
 			asked <- req
 			return record.DenyDecision("not under this frame")
-		})
+		}, decide.Options{})
 	}()
 	defer func() {
 		cancel()
@@ -69,6 +69,16 @@ func TestRunAsksTheRun(t *testing.T) {
 	if got := run(`{"tool_name":"Bash"}`, sock); !strings.Contains(got, `"deny","permissionDecisionReason":"metaharness could not read the hook payload`) {
 		t.Errorf("a payload without tool_use_id: %s", got)
 	}
+	// A payload two readers could read two ways is denied, naming the key.
+	for payload, says := range map[string]string{
+		`{"tool_name":"Read","tool_name":"Bash","tool_use_id":"t"}`:                            `the key \"tool_name\" is given twice`,
+		`{"tool_name":"Read","tool_use_id":"t","Tool_Input":{"command":"rm"},"tool_input":{}}`: `the key \"Tool_Input\" in the top-level object is \"tool_input\" spelled in another case`,
+		`{"tool_name":"Bash","tool_use_id":"t","tool_input":{"command":"ls","command":"rm"}}`:  `the key \"command\" is given twice in tool_input`,
+	} {
+		if got := run(payload, sock); !strings.Contains(got, `"deny","permissionDecisionReason":"metaharness could not read the hook payload, so nothing ran: the PreToolUse payload cannot be read: `) || !strings.Contains(got, says) {
+			t.Errorf("%s: %s", payload, got)
+		}
+	}
 	if got := run(`{"tool_name":"Bash","tool_use_id":"t"}`, filepath.Join(t.TempDir(), "gone.sock")); !strings.Contains(got, `"deny","permissionDecisionReason":"metaharness's decision channel did not answer`) {
 		t.Errorf("no run listening: %s", got)
 	}
@@ -80,6 +90,8 @@ func FuzzParseInput(f *testing.F) {
 	f.Add([]byte(`{"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{"file_path":"/x"},"tool_use_id":"toolu_1"}`))
 	f.Add([]byte(`{"tool_name":"","tool_use_id":"x"}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"tool_name":"Read","tool_name":"Bash","tool_use_id":"t"}`))
+	f.Add([]byte(`{"tool_name":"Read","Tool_Name":"Bash","tool_use_id":"t","tool_input":{"a":1,"a":2}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in, err := ParseInput(b)
 		if err == nil && (in.ToolName == "" || in.ToolUseID == "") {
