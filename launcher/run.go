@@ -293,7 +293,7 @@ func (r *run) launch(ctx context.Context, mode frame.Mode) (exit.Code, error) {
 	w := &World{Env: r.io.Env, Scratch: r.scratch, Self: r.io.Self, DecisionSocket: r.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !s.Unconfined {
-		if err := confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
+		if w.Controls, err = confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
 			w.Unconfinable = err.Error()
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
 		}
