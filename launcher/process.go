@@ -31,18 +31,23 @@ const stderrDrain = time.Second
 // them; unconfined, the leader of its own process group. Either way,
 // stopping the run stops everything it started.
 type Child struct {
-	cmd   *exec.Cmd
-	init  *confine.Init // nil: unconfined
-	stdin io.WriteCloser
-	done  chan struct{}
+	cmd    *exec.Cmd
+	init   *confine.Init // nil: unconfined
+	stdin  io.WriteCloser
+	stderr *os.File      // our end of the child's stderr
+	copied chan struct{} // closed when the child's stderr is copied to its end
+	done   chan struct{}
 }
 
 // Spawn starts plan's program with exactly plan's environment, in plan's
 // directory (inside plan.Confinement when there is one), stdin from
-// /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
-// returned reader and stderr copied to stderr, escape sequences left out.
+// /dev/null (a one-way socket under plan.StdinPipe, see Child.Stdin),
+// stdout to the returned reader and stderr copied to stderr, escape
+// sequences left out. The child's stdio are one-way unix sockets
+// (confine.OneWay), never pipes: nothing it starts can reopen its stdout
+// through /proc and write into the record.
 func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
-	c := &Child{done: make(chan struct{})}
+	c := &Child{done: make(chan struct{}), copied: make(chan struct{})}
 	if plan.Confinement != nil {
 		var err error
 		c.init, err = confine.New(plan.Confinement, confine.Command{
@@ -58,30 +63,52 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 		c.cmd.Dir = plan.Dir
 		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	// Through a pipe, never as our own file: when metaharness runs under a
-	// fleet's PTY, a child handed the terminal would sit in a background
-	// process group (stopped by the first terminal call it makes), and a
-	// vendor that sees a terminal may colour its output or prompt. Its
-	// colour is taken out even so (plainWriter).
-	c.cmd.Stderr = &plainWriter{w: stderr}
-	c.cmd.WaitDelay = stderrDrain
-	out, err := c.cmd.StdoutPipe()
+	// Never our own files: when metaharness runs under a fleet's PTY, a
+	// child handed the terminal would sit in a background process group
+	// (stopped by the first terminal call it makes), and a vendor that sees
+	// a terminal may colour its output or prompt. Its colour is taken out
+	// even so (plainWriter).
+	var theirs []*os.File
+	closeAll := func(fs ...*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	out, childOut, err := confine.OneWay(true)
 	if err != nil {
 		return nil, nil, err
 	}
+	errOurs, childErr, err := confine.OneWay(true)
+	if err != nil {
+		closeAll(out, childOut)
+		return nil, nil, err
+	}
+	c.cmd.Stdout, c.cmd.Stderr, c.stderr = childOut, childErr, errOurs
+	theirs = append(theirs, childOut, childErr)
+	ours := []*os.File{out, errOurs}
 	if plan.StdinPipe {
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		in, childIn, err := confine.OneWay(false)
+		if err != nil {
+			closeAll(append(ours, theirs...)...)
 			return nil, nil, err
 		}
+		c.cmd.Stdin, c.stdin = childIn, in
+		theirs, ours = append(theirs, childIn), append(ours, in)
 	}
 	if c.init != nil {
 		err = c.init.Start()
 	} else {
 		err = c.cmd.Start()
 	}
+	closeAll(theirs...) // the child holds its ends now
 	if err != nil {
+		closeAll(ours...)
 		return nil, nil, fmt.Errorf("starting %s: %w", plan.Program, err)
 	}
+	go func() {
+		defer close(c.copied)
+		_, _ = io.Copy(&plainWriter{w: stderr}, errOurs)
+	}()
 	return c, out, nil
 }
 
@@ -103,6 +130,7 @@ func (c *Child) Listener() net.Listener {
 // confinement.
 func (c *Child) Wait() *record.Process {
 	defer close(c.done)
+	defer c.drainStderr()
 	if c.init == nil {
 		_ = c.cmd.Wait()
 		return ProcessOf(c.cmd.ProcessState)
@@ -117,6 +145,20 @@ func (c *Child) Wait() *record.Process {
 		return &record.Process{Kind: "exited", Code: ex.Code}
 	}
 	return &record.Process{Kind: "unknown"}
+}
+
+// drainStderr gives the copy of the child's stderr stderrDrain to finish
+// after the child has exited, should something it started still hold the
+// socket, then ends it.
+func (c *Child) drainStderr() {
+	t := time.NewTimer(stderrDrain)
+	defer t.Stop()
+	select {
+	case <-c.copied:
+	case <-t.C:
+	}
+	_ = c.stderr.Close()
+	<-c.copied
 }
 
 // Stop ends the child and everything it started: SIGTERM (to the process
