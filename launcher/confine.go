@@ -132,6 +132,26 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...strin
 	return f
 }
 
+// LoginShellSandbox puts c's vendor's commands in the command sandbox for
+// a vendor that runs each command with its user's login shell, the shell
+// getpwuid names, as Codex does (`SHELL -lc COMMAND`, inside its own
+// sandbox or, once approved outside it, straight from the vendor): the
+// view's /etc/passwd is replaced by one whose uid 0, the vendor's own, has
+// home and the sandbox script, named bash so that the vendor takes it for
+// bash. The other users of the host are not in it, and the child sees none
+// of them anyway (their ids are unmapped). It returns the files to write,
+// none where CommandSandbox gives no script.
+func LoginShellSandbox(c *confine.Spec, w *World, home string) []File {
+	f := CommandSandbox(c, w, "bash", SandboxShell)
+	if f == nil {
+		return nil
+	}
+	passwd := File{Path: filepath.Join(w.Scratch, "passwd"), Mode: 0o644,
+		Content: "root:x:0:0:root:" + home + ":" + f.Path + "\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"}
+	c.Replaced = append(c.Replaced, confine.Replacement{Path: "/etc/passwd", Source: passwd.Path})
+	return []File{*f, passwd}
+}
+
 // AttestConfinement completes a kind's attestation with what c enforces:
 // on h4, that the child cannot read the real token; on h6, what its mount
 // view hides; on h12, under --credentials loopback, that a direct
