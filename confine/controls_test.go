@@ -291,3 +291,38 @@ func has(got map[string]string, prefix string) bool {
 	_, ok := find(got, prefix)
 	return ok
 }
+
+// TestCgroupRefusesToStart: a cgroup whose bounds cannot be set (here: a
+// cgroup v2 directory without the memory controller, on a hybrid host)
+// stops the start before anything runs, and leaves no cgroup behind.
+func TestCgroupRefusesToStart(t *testing.T) {
+	self := available(t)
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	cg, _ := os.ReadFile("/proc/self/cgroup")
+	mount, _, ro := cgroup2Mount(mounts)
+	var own string
+	for _, l := range strings.Split(string(cg), "\n") {
+		if p, ok := strings.CutPrefix(l, "0::"); ok {
+			own = filepath.Join(mount, p)
+		}
+	}
+	if mount == "" || ro || unix.Access(own, unix.W_OK) != nil {
+		t.Skip("no writable cgroup v2 directory here")
+	}
+	if b, _ := os.ReadFile(filepath.Join(own, "cgroup.subtree_control")); strings.Contains(string(b), "memory") {
+		t.Skip("this cgroup delegates memory: the bounds would apply")
+	}
+	before, _ := filepath.Glob(filepath.Join(own, "metaharness-*"))
+	s := testSpec(self)
+	s.Cgroup = &Cgroup{Parent: own, MemoryMax: 1 << 30, PidsMax: 64}
+	i, err := New(s, helperCmd(self, "check", "pids:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := i.Start(); err == nil || !strings.Contains(err.Error(), "bounding the child's cgroup") {
+		t.Errorf("Start: %v, want the bound's failure", err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(own, "metaharness-*")); len(after) != len(before) {
+		t.Errorf("cgroups left behind: %v", after)
+	}
+}

@@ -12,7 +12,8 @@ import (
 )
 
 // TestEarlyEntrySkipsTheHeavyInits: the processes metaharness starts of
-// itself on the vendor's path (the confined child's init, Claude Code's hook)
+// itself on the vendor's path (the confined child's init, the command
+// sandbox, Claude Code's hook)
 // end in internal/earlyentry's initialiser, before mcp-go's schema library
 // compiles its meta-schemas; every other invocation initialises everything.
 // The test binary links what metaharness links, so, reached by the name
@@ -48,9 +49,18 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	if _, stderr := inits("", confine.NestedProbeArgs()...); strings.Contains(stderr, heavy) {
 		t.Errorf("internal-init initialised %s:\n%s", heavy, stderr)
 	}
+	// The command sandbox runs its shell from the early entry: it starts
+	// once per command of the agent's.
+	stdout, stderr := inits("", append(confine.SandboxArgs("/bin/sh"), "-c", "echo sandboxed")...)
+	if strings.Contains(stderr, heavy) {
+		t.Errorf("internal-sandbox initialised %s:\n%s", heavy, stderr)
+	}
+	if stdout != "sandboxed\n" {
+		t.Errorf("internal-sandbox's shell said %q", stdout)
+	}
 	// A hook with no run behind it answers deny, from the early entry too.
 	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
-	stdout, stderr := inits(payload, hook.Args(t.TempDir()+"/gone.sock")...)
+	stdout, stderr = inits(payload, hook.Args(t.TempDir()+"/gone.sock")...)
 	if strings.Contains(stderr, heavy) {
 		t.Errorf("internal-hook initialised %s:\n%s", heavy, stderr)
 	}
