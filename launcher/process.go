@@ -63,53 +63,59 @@ func Spawn(plan *Plan, stderr io.Writer) (*Child, io.ReadCloser, error) {
 		c.cmd.Dir = plan.Dir
 		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	// Never our own files: when metaharness runs under a fleet's PTY, a
-	// child handed the terminal would sit in a background process group
-	// (stopped by the first terminal call it makes), and a vendor that sees
-	// a terminal may colour its output or prompt. Its colour is taken out
-	// even so (plainWriter).
-	var theirs []*os.File
-	closeAll := func(fs ...*os.File) {
-		for _, f := range fs {
-			_ = f.Close()
-		}
-	}
-	out, childOut, err := confine.OneWay(true)
+	// Never our own files either: when metaharness runs under a fleet's
+	// PTY, a child handed the terminal would sit in a background process
+	// group (stopped by the first terminal call it makes), and a vendor that
+	// sees a terminal may colour its output or prompt. Its colour is taken
+	// out even so (plainWriter).
+	ours, theirs, err := streams(plan.StdinPipe)
 	if err != nil {
 		return nil, nil, err
 	}
-	errOurs, childErr, err := confine.OneWay(true)
-	if err != nil {
-		closeAll(out, childOut)
-		return nil, nil, err
-	}
-	c.cmd.Stdout, c.cmd.Stderr, c.stderr = childOut, childErr, errOurs
-	theirs = append(theirs, childOut, childErr)
-	ours := []*os.File{out, errOurs}
+	c.cmd.Stdout, c.cmd.Stderr = theirs[1], theirs[2]
 	if plan.StdinPipe {
-		in, childIn, err := confine.OneWay(false)
-		if err != nil {
-			closeAll(append(ours, theirs...)...)
-			return nil, nil, err
-		}
-		c.cmd.Stdin, c.stdin = childIn, in
-		theirs, ours = append(theirs, childIn), append(ours, in)
+		c.cmd.Stdin, c.stdin = theirs[0], ours[0]
 	}
+	c.stderr = ours[2]
 	if c.init != nil {
 		err = c.init.Start()
 	} else {
 		err = c.cmd.Start()
 	}
-	closeAll(theirs...) // the child holds its ends now
+	closeFiles(theirs[:]) // the child holds its ends now
 	if err != nil {
-		closeAll(ours...)
+		closeFiles(ours[:])
 		return nil, nil, fmt.Errorf("starting %s: %w", plan.Program, err)
 	}
 	go func() {
 		defer close(c.copied)
-		_, _ = io.Copy(&plainWriter{w: stderr}, errOurs)
+		_, _ = io.Copy(&plainWriter{w: stderr}, c.stderr)
 	}()
-	return c, out, nil
+	return c, ours[1], nil
+}
+
+// streams are the child's ends of its stdin, stdout and stderr and ours
+// (confine.OneWay), stdin's nil unless piped.
+func streams(stdinPipe bool) (ours, theirs [3]*os.File, err error) {
+	for i := range ours {
+		if i == 0 && !stdinPipe {
+			continue
+		}
+		if ours[i], theirs[i], err = confine.OneWay(i > 0); err != nil {
+			closeFiles(ours[:])
+			closeFiles(theirs[:])
+			return ours, theirs, err
+		}
+	}
+	return ours, theirs, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 // Stdin is the child's stdin under Plan.StdinPipe, else nil.
