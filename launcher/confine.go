@@ -51,7 +51,10 @@ var freshRoots = []string{"/tmp", "/var/tmp"}
 // changed under the run; writable only the child's scratch HOME and TMPDIR,
 // its cwd (--cwd, or the scratch work directory) and dirs (the kind's own,
 // such as a config home); the --token-file and the caller's credential
-// files covered. It is nil under --unconfined or where the host cannot
+// files covered; the fresh tmpfs mounts sized (confine.DefaultFreshBytes,
+// DefaultShmBytes); and, each where the host holds it (w.Controls), the
+// seccomp filter on the child's tree and its own cgroup with memory and
+// task bounds. It is nil under --unconfined or where the host cannot
 // confine (w.Unconfinable).
 func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confine.Spec {
 	if spec.Unconfined || w.Unconfinable != "" {

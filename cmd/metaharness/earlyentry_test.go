@@ -68,3 +68,36 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 		t.Errorf("internal-hook answered %q, want a deny", stdout)
 	}
 }
+
+// TestSandboxPassesDescriptors: the command sandbox hands its shell every
+// descriptor its vendor gave it (the others close theirs on exec), and a
+// malformed invocation never runs the command.
+func TestSandboxPassesDescriptors(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By the name metaharness, so that what the early entry leaves falls to
+	// main (testscript.Main), as in the release binary.
+	mh := filepath.Join(t.TempDir(), "metaharness")
+	if err := os.Symlink(self, mh); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mh, append(confine.SandboxArgs("/bin/sh"), "-c", "echo kept >&3")...)
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.CombinedOutput()
+	_ = w.Close()
+	b := make([]byte, 64)
+	n, _ := r.Read(b)
+	if err != nil || string(b[:n]) != "kept\n" {
+		t.Errorf("descriptor 3 read %q (%v: %s)", b[:n], err, out)
+	}
+	cmd = exec.Command(mh, "internal-sandbox", "--shell", "/bin/sh", "-c", "echo RAN")
+	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "RAN") {
+		t.Errorf("a malformed sandbox invocation: %v\n%s", err, out)
+	}
+}
