@@ -85,18 +85,21 @@ func prepare(l launch) (*Init, error) {
 // a thread that lives as long as metaharness, so its parent-death signal
 // (SIGKILL) fires when metaharness dies and at no other time.
 func (i *Init) Start() error {
+	cgroupFD := -1
 	if c := i.launch.Spec.Cgroup; c != nil {
 		dir, fd, err := makeCgroup(c)
 		if err != nil {
 			i.closeUnstarted()
 			return err
 		}
-		defer unix.Close(fd) // the clone has landed (or failed) by then
-		i.cgroup = dir
+		i.cgroup, cgroupFD = dir, fd
 		i.Cmd.SysProcAttr.UseCgroupFD, i.Cmd.SysProcAttr.CgroupFD = true, fd
 	}
 	var err error
 	onSpawner(func() { err = i.Cmd.Start() })
+	if cgroupFD >= 0 {
+		_ = unix.Close(cgroupFD) // the clone has landed in it, or failed
+	}
 	if err != nil {
 		i.closeUnstarted()
 		return fmt.Errorf("cloning the child's namespaces: %w", err)
