@@ -12,7 +12,8 @@ import (
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
-// TestCodexSandboxInside: the vendor's own sandbox still works inside ours.
+// TestCodexSandboxInside: the vendor's own sandbox still works inside ours,
+// under the seccomp filter a run installs where the host can.
 // The pinned Codex's `codex sandbox` (its bundled bubblewrap, in user, PID,
 // mount and network namespaces of its own, nested in the vendor's) runs a
 // command confined the way Codex confines a shell call under
@@ -40,6 +41,7 @@ func TestCodexSandboxInside(t *testing.T) {
 	s.Fresh = []string{"/tmp"}
 	s.ReadOnly = append(s.ReadOnly, install)
 	s.Writable = []string{work, home}
+	s.DenySyscalls = DeniedSyscalls
 	out, ex := run(t, s, Command{
 		Program: codex,
 		Args: []string{codex, "sandbox", "-c", `sandbox_mode="workspace-write"`, "--",

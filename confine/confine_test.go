@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,11 +33,17 @@ func TestMain(m *testing.M) {
 		switch os.Args[1] {
 		case "internal-init":
 			if len(os.Args) > 2 && os.Args[2] == "--nested-probe" {
-				os.Exit(0)
+				os.Exit(NestedProbe())
 			}
 			os.Exit(Main())
 		case "helper":
 			os.Exit(helper(os.Args[2:]))
+		case "internal-sandbox": // as internal/earlyentry takes it
+			if len(os.Args) > 5 && slices.Equal(os.Args[1:5], SandboxArgs(os.Args[3])) {
+				err := Sandbox(os.Args[3], os.Args[5:])
+				fmt.Fprintln(os.Stderr, "sandbox:", err)
+				os.Exit(126)
+			}
 		}
 	}
 	os.Exit(m.Run())
@@ -57,6 +66,15 @@ func helper(args []string) int {
 			}
 		}
 		return 0
+	case "spawn":
+		// Start args as a child with this process's stdio and wait for it:
+		// the vendor starting a tool.
+		cmd := exec.Command(args[1], args[2:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Println("spawn:", err)
+		}
+		return 0
 	case "parent":
 		// Start a confined sleeper and wait to be killed.
 		self, _ := os.Executable()
@@ -72,7 +90,7 @@ func helper(args []string) int {
 		select {}
 	case "probe":
 		self, _ := os.Executable()
-		if err := Probe(self); err != nil {
+		if _, err := Probe(self); err != nil {
 			fmt.Println("unavailable:", err)
 			return 1
 		}
@@ -93,7 +111,63 @@ func helper(args []string) int {
 }
 
 func check(op, arg string) (string, error) {
+	// PPID stands for the checking process's parent: the vendor, to a tool.
+	arg = strings.ReplaceAll(arg, "PPID", fmt.Sprint(os.Getppid()))
+	pid, _ := strconv.Atoi(arg)
 	switch op {
+	case "ptrace":
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		// Detached when this process exits.
+		return "attached", unix.PtraceSeize(pid)
+	case "vmread", "vmwrite":
+		// An address nothing is mapped at: past the permission check the
+		// kernel answers EFAULT, which means the call reached the process.
+		buf := make([]byte, 8)
+		local := []unix.Iovec{{Base: &buf[0], Len: 8}}
+		remote := []unix.RemoteIovec{{Base: 0x1000, Len: 8}}
+		var err error
+		if op == "vmread" {
+			_, err = unix.ProcessVMReadv(pid, local, remote, 0)
+		} else {
+			_, err = unix.ProcessVMWritev(pid, local, remote, 0)
+		}
+		if errors.Is(err, unix.EFAULT) {
+			return "reached the process", nil
+		}
+		return "", err
+	case "getfd":
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			return "", err
+		}
+		defer unix.Close(pidfd)
+		fd, err := unix.PidfdGetfd(pidfd, 1, 0)
+		if err != nil {
+			return "", err
+		}
+		return "took its stdout", unix.Close(fd)
+	case "signal":
+		return "", unix.Kill(pid, unix.SIGCONT)
+	case "openw", "openr":
+		flag := os.O_RDONLY
+		if op == "openw" {
+			flag = os.O_WRONLY
+		}
+		f, err := os.OpenFile(arg, flag, 0)
+		if err != nil {
+			return "", err
+		}
+		return "", f.Close()
+	case "link":
+		return os.Readlink(arg)
+	case "readback":
+		// Read from the descriptor this process writes its output to.
+		n, err := unix.Read(1, make([]byte, 16))
+		return fmt.Sprintf("%d bytes", n), err
+	case "writein":
+		_, err := unix.Write(0, []byte("x"))
+		return "", err
 	case "read":
 		b, err := os.ReadFile(arg)
 		return fmt.Sprintf("%q", b), err
@@ -143,7 +217,7 @@ func available(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Probe(self); err != nil {
+	if _, err := Probe(self); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("confinement is unavailable under CI: %v", err)
 		}

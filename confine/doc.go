@@ -27,6 +27,49 @@
 // namespace (the nohup'd process a shell tool leaves behind). It is
 // non-dumpable, so nothing inside can ptrace it or read its memory.
 //
+// # What the agent's tools cannot do to the vendor
+//
+// The vendor is root in its user namespace, and so, without more, is every
+// tool it starts: they could ptrace it, read or write its memory, open its
+// descriptors or signal it, and write stream lines into what metaharness
+// records. Where the host allows (Controls, found by Probe), the plan asks
+// for three controls, and the init refuses to start the vendor without one
+// it was asked for:
+//
+//   - DenySyscalls: before it starts the vendor the init installs, with
+//     no_new_privs and on all its threads, a seccomp filter under which
+//     ptrace, process_vm_readv, process_vm_writev and pidfd_getfd fail with
+//     EPERM for the vendor and everything it starts, in the native ABI and
+//     the compat one (i386 on amd64); the x32 ABI is denied whole.
+//   - The vendor's stdio are unix sockets (OneWay), not pipes: a socket in
+//     /proc/<pid>/fd cannot be opened, so no tool can open the vendor's
+//     stdout anew; and the way back is shut down.
+//   - CommandSandbox: the kind's plan routes each command of the agent's
+//     through a script of its scratch tree that starts the shell in Sandbox,
+//     a Landlock domain of the command's own (ABI 6 scopes: signals and
+//     abstract unix sockets). By Landlock's ptrace rule nothing in it may
+//     ptrace a process outside it or open that process's /proc mem, environ
+//     or fd entries; nor may it signal one (kill -9 of the vendor fails).
+//     Claude Code is told the script by CLAUDE_CODE_SHELL_PREFIX, Codex by
+//     the login shell of the view's /etc/passwd (Replaced).
+//
+// # Bounds
+//
+// Each fresh tmpfs (/tmp, /var/tmp) holds at most DefaultFreshBytes (1 GiB)
+// and /dev/shm DefaultShmBytes (256 MiB), each with one inode per 4 KiB, so
+// that empty files cannot stand in for data: room for a build's temporary
+// files and a browser's shared memory, while three tmpfs mounts, whose
+// pages are the host's memory, stay far below a shared host's, where the
+// kernel's default gives each half of it. Where the caller's cgroup is a
+// delegated cgroup v2 (DelegatedCgroup), the whole tree runs in a cgroup of
+// its own below it, cloned straight into it, with memory.max
+// DefaultMemoryMax (8 GiB, tmpfs pages included, swap 0) and pids.max
+// DefaultPidsMax (4096, threads included: a parallel build's and a Node
+// vendor's with room), killed and removed when the child ends. metaharness
+// neither enables controllers nor moves processes: without delegation
+// (cgroup v1, or a hybrid hierarchy with memory and pids on v1) the bounds
+// are unavailable, and Controls says why.
+//
 // The init dies with metaharness twice over: its parent-death signal is
 // SIGKILL, set on a thread that never exits (Go's Pdeathsig fires when the
 // spawning thread ends, so Start spawns from one locked goroutine that lives
@@ -46,7 +89,8 @@
 // binary found through links still finds its siblings; last, Covered paths
 // (the --token-file, the caller's credential files) read as empty even
 // inside a bound directory. Everything is data in the launch plan, so the
-// C1 vectors pin it.
+// C1 vectors pin it. Replaced files are bound over their paths last, from
+// the launch's own (the scratch tree's /etc/passwd for Codex).
 //
 // # Why namespaces by hand, not bubblewrap or a container runtime
 //

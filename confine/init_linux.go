@@ -37,6 +37,9 @@ func Main() int {
 			return failed(ctl, err)
 		}
 	}
+	if err := applyControls(&l.Spec); err != nil {
+		return failed(ctl, err)
+	}
 	// Signals are caught before the vendor exists, so none is lost.
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGCHLD)
@@ -94,6 +97,21 @@ func Main() int {
 			}
 		}
 	}
+}
+
+// applyControls applies what the spec asks beyond the namespaces and the
+// mount view, last before the vendor starts, or says why it cannot: the
+// vendor never starts without a control its plan asked for.
+func applyControls(s *Spec) error {
+	if s.CommandSandbox != "" {
+		if abi, why := landlockABI(); abi < ScopedABI {
+			if why == "" {
+				why = fmt.Sprintf("ABI %d", abi)
+			}
+			return fmt.Errorf("the command sandbox %s needs Landlock ABI %d, and this kernel has %s", s.CommandSandbox, ScopedABI, why)
+		}
+	}
+	return denySyscalls(s.DenySyscalls)
 }
 
 // reap waits for every child that has ended and reports the vendor's end

@@ -28,6 +28,7 @@ type step struct {
 	writable bool   // stepBind
 	dir      bool   // stepBind, stepCover: the path is a directory
 	link     string // stepLink: the link's text
+	from     string // stepCover: the file it is covered with, "" an empty one
 	src      int    // stepBind, stepCover of a file: the detached clone, -1 none
 }
 
@@ -61,7 +62,7 @@ func setUp(s *Spec) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mounting the child's own /proc: %w", err)
 	}
-	if err := mountDev(devices); err != nil {
+	if err := mountDev(devices, s.ShmBytes); err != nil {
 		return err
 	}
 	var hidden []string
@@ -71,7 +72,11 @@ func setUp(s *Spec) error {
 			if isHidden(steps, st) {
 				continue
 			}
-			if err := mountTmpfs(st.path, st.kind == stepFresh); err != nil {
+			size := int64(0)
+			if st.kind == stepFresh {
+				size = s.FreshBytes
+			}
+			if err := mountTmpfs(st.path, st.kind == stepFresh, size); err != nil {
 				return err
 			}
 			if st.kind == stepHide {
@@ -96,7 +101,7 @@ func setUp(s *Spec) error {
 				continue
 			}
 			if st.dir {
-				if err := mountTmpfs(st.path, false); err != nil {
+				if err := mountTmpfs(st.path, false, 0); err != nil {
 					return err
 				}
 				hidden = append(hidden, st.path)
@@ -177,6 +182,11 @@ func plan(s *Spec) ([]step, error) {
 			}
 		}
 	}
+	for _, r := range s.Replaced {
+		if real, ok := existing(r.Path); ok {
+			add(step{kind: stepCover, path: real, from: r.Source})
+		}
+	}
 	sort.SliceStable(steps, func(i, j int) bool {
 		a, b := steps[i], steps[j]
 		if (a.kind == stepCover) != (b.kind == stepCover) {
@@ -198,10 +208,16 @@ func plan(s *Spec) ([]step, error) {
 		}
 		st.dir = fi.IsDir()
 		if st.kind == stepCover && st.dir {
+			if st.from != "" {
+				return nil, fmt.Errorf("replacing %s: it is a directory, and only a file is replaced", st.path)
+			}
 			continue
 		}
 		src, what := st.path, "binding"
-		if st.kind == stepCover {
+		switch {
+		case st.from != "":
+			src, what = st.from, "replacing"
+		case st.kind == stepCover:
 			src, what = os.DevNull, "covering"
 		}
 		fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
@@ -209,7 +225,7 @@ func plan(s *Spec) ([]step, error) {
 			return nil, fmt.Errorf("%s %s: cloning %s: %w", what, st.path, src, err)
 		}
 		st.src = fd
-		if st.kind == stepBind && !st.writable {
+		if st.kind == stepBind && !st.writable || st.from != "" {
 			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 				return nil, fmt.Errorf("making %s read-only: %w", st.path, err)
 			}
@@ -287,12 +303,18 @@ func attach(src int, path string, dir bool) error {
 	return unix.MoveMount(src, "", unix.AT_FDCWD, path, unix.MOVE_MOUNT_F_EMPTY_PATH)
 }
 
-func mountTmpfs(path string, writable bool) error {
-	mode := "mode=0755"
+// mountTmpfs mounts an empty tmpfs on path, bounded to size bytes (and an
+// inode per 4 KiB of it, so that empty files cannot stand in for data)
+// when size is not 0.
+func mountTmpfs(path string, writable bool, size int64) error {
+	opts := "mode=0755"
 	if writable {
-		mode = "mode=1777"
+		opts = "mode=1777"
 	}
-	if err := unix.Mount("tmpfs", path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d,nr_inodes=%d", size, max(size/4096, 1024))
+	}
+	if err := unix.Mount("tmpfs", path, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return fmt.Errorf("mounting an empty directory over %s: %w", path, err)
 	}
 	return nil
@@ -328,14 +350,14 @@ func cloneDevices() (map[string]int, error) {
 }
 
 // mountDev replaces /dev by a tmpfs holding the cloned devices, a private
-// devpts, a fresh /dev/shm and the usual links.
-func mountDev(devices map[string]int) error {
+// devpts, a fresh /dev/shm (of shm bytes, 0 unbounded) and the usual links.
+func mountDev(devices map[string]int, shm int64) error {
 	defer func() {
 		for _, fd := range devices {
 			_ = unix.Close(fd)
 		}
 	}()
-	if err := mountTmpfs("/dev", false); err != nil {
+	if err := mountTmpfs("/dev", false, 0); err != nil {
 		return err
 	}
 	for n, fd := range devices {
@@ -351,7 +373,7 @@ func mountDev(devices map[string]int) error {
 	if err := unix.Mount("devpts", "/dev/pts", "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
 		return fmt.Errorf("mounting the child's own /dev/pts: %w", err)
 	}
-	if err := mountTmpfs("/dev/shm", true); err != nil {
+	if err := mountTmpfs("/dev/shm", true, shm); err != nil {
 		return err
 	}
 	for link, target := range map[string]string{

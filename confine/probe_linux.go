@@ -1,6 +1,8 @@
 package confine
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -61,23 +63,27 @@ func ThisHost() (Host, error) {
 	return h, nil
 }
 
-// Probe answers whether this host can confine a child: it starts init
-// (this binary) as a real confinement would, with a network namespace and
-// a listener, a fresh /tmp, and a nested user namespace for a child that
-// exits at once. nil means it can; otherwise the error says why not, in
-// words an operator can act on.
-func Probe(init string) error {
+// Probe answers whether this host can confine a child, and with which
+// Controls: it starts init (this binary) as a real confinement would, with
+// a network namespace and a listener, a fresh /tmp, and a nested user
+// namespace for a child (NestedProbe) that tries, in the vendor's
+// position, to install the seccomp filter and to enter a Landlock domain,
+// and says how that went. A nil error means the host can confine;
+// otherwise it says why not, in words an operator can act on. The cgroup
+// fields are DelegatedCgroup's.
+func Probe(init string) (Controls, error) {
 	i, err := prepare(launch{Spec: *probeSpec(init), Command: Command{
 		// The init's own binary, through its own /proc: visible whatever
 		// the view hides.
 		Program: "/proc/self/exe", Args: append([]string{"metaharness"}, NestedProbeArgs()...), Dir: "/",
 	}})
 	if err != nil {
-		return err
+		return Controls{}, err
 	}
-	i.Cmd.Stdin, i.Cmd.Stdout, i.Cmd.Stderr = nil, nil, nil
+	var out bytes.Buffer
+	i.Cmd.Stdin, i.Cmd.Stdout, i.Cmd.Stderr = nil, &out, nil
 	if err := i.Start(); err != nil {
-		return explain(err)
+		return Controls{}, explain(err)
 	}
 	if i.ln != nil {
 		_ = i.ln.Close()
@@ -85,11 +91,43 @@ func Probe(init string) error {
 	ex, err := i.Wait()
 	switch {
 	case err != nil:
-		return fmt.Errorf("the probe's init failed: %w", err)
+		return Controls{}, fmt.Errorf("the probe's init failed: %w", err)
 	case ex == nil || ex.Code == nil || *ex.Code != 0:
-		return errors.New("the probe's child did not exit cleanly inside a nested user namespace")
+		return Controls{}, errors.New("the probe's child did not exit cleanly inside a nested user namespace")
 	}
-	return nil
+	var c Controls
+	if err := json.Unmarshal(out.Bytes(), &c); err != nil {
+		return Controls{}, fmt.Errorf("the probe's child said %q, not what it found: %w", out.Bytes(), err)
+	}
+	c.Cgroup, c.CgroupWhy = DelegatedCgroup()
+	return c, nil
+}
+
+// NestedProbe is the probe's child, in the vendor's position: it installs
+// the seccomp filter a run asks for and enters a Landlock domain like the
+// command sandbox's (both on itself, which then only exits), and prints
+// what held as Controls.
+func NestedProbe() int {
+	var c Controls
+	if err := denySyscalls(DeniedSyscalls); err != nil {
+		c.SeccompWhy = err.Error()
+	} else {
+		c.Seccomp = true
+	}
+	c.LandlockABI, c.LandlockWhy = landlockABI()
+	if c.LandlockABI > 0 && c.LandlockABI < ScopedABI {
+		c.LandlockWhy = fmt.Sprintf("Landlock ABI %d has no scoped signals or abstract unix sockets (ABI %d, Linux 6.12, has)", c.LandlockABI, ScopedABI)
+	}
+	if c.Scoped() {
+		if err := sandboxScopes.RestrictScoped(); err != nil {
+			c.LandlockABI, c.LandlockWhy = 0, "a Landlock domain cannot be entered in the vendor's position: "+err.Error()
+		}
+	}
+	b, _ := json.Marshal(c)
+	if _, err := os.Stdout.Write(b); err != nil {
+		return 2
+	}
+	return 0
 }
 
 // probeSpec is the confinement Probe tries: every namespace and each kind

@@ -13,11 +13,29 @@ const (
 	Net   = "net"
 )
 
-// InitArgs are the init's arguments after its program's name, and
-// NestedProbeArgs those of the probe's nested child: the invocations
+// InitArgs are the init's arguments after its program's name,
+// NestedProbeArgs those of the probe's nested child, and SandboxArgs those
+// of the command sandbox before the shell's own arguments: the invocations
 // internal/earlyentry takes before the binary's heavier initialisers.
 func InitArgs() []string        { return []string{"internal-init"} }
 func NestedProbeArgs() []string { return []string{"internal-init", "--nested-probe"} }
+func SandboxArgs(shell string) []string {
+	return []string{"internal-sandbox", "--shell", shell, "--"}
+}
+
+// DeniedSyscalls are the system calls a confinement denies the vendor's
+// whole tree where the host can filter them (Controls.Seccomp): with them
+// a process reads or writes another's memory, or takes its descriptors.
+var DeniedSyscalls = []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"}
+
+// The bounds a launch gives a confined child unless it says otherwise
+// (confine/doc.go says why these).
+const (
+	DefaultFreshBytes = 1 << 30   // each of /tmp and /var/tmp
+	DefaultShmBytes   = 256 << 20 // /dev/shm
+	DefaultMemoryMax  = 8 << 30   // the whole tree's memory.max
+	DefaultPidsMax    = 4096      // the whole tree's pids.max
+)
 
 // Spec is one child's confinement as data: the launch plan carries it, so
 // C1 vectors pin exactly what is hidden, bound and cut off.
@@ -48,10 +66,52 @@ type Spec struct {
 	// inside a bound directory: a file by an empty one, a directory by an
 	// empty read-only one. A path that does not exist is left alone.
 	Covered []string `json:"covered"`
+	// Replaced files are bound read-only over the path they name, from a
+	// file of the launch's own (the scratch tree's): the view's /etc/passwd,
+	// say. A target that does not exist is left alone.
+	Replaced []Replacement `json:"replaced,omitempty"`
 	// Listen is the loopback address the init opens inside the child's
 	// network namespace and hands to metaharness, which serves the loopback
 	// proxy on it ("" without a network namespace).
 	Listen string `json:"listen,omitempty"`
+	// FreshBytes bounds each Fresh tmpfs and ShmBytes the child's /dev/shm
+	// (tmpfs size=, and one inode per 4 KiB of it); 0 leaves the kernel's
+	// default, half the host's memory each.
+	FreshBytes int64 `json:"fresh_bytes,omitempty"`
+	ShmBytes   int64 `json:"shm_bytes,omitempty"`
+	// DenySyscalls fail with EPERM for the vendor and everything it starts:
+	// a seccomp filter (with no_new_privs) the init installs before it
+	// starts the vendor, and refuses to start without. Empty: no filter.
+	DenySyscalls []string `json:"deny_syscalls,omitempty"`
+	// CommandSandbox is the program, inside the view, through which the
+	// vendor runs every command of the agent's (a script the kind's plan
+	// writes, starting a shell in Sandbox's Landlock domain); the init
+	// refuses to start the vendor where that domain cannot be made. ""
+	// none.
+	CommandSandbox string `json:"command_sandbox,omitempty"`
+	// Cgroup, when set, puts the child's whole tree in a cgroup v2 of its
+	// own below a delegated one, with memory and task bounds; the run
+	// refuses to start when it cannot.
+	Cgroup *Cgroup `json:"cgroup,omitempty"`
+}
+
+// Replacement is one Spec.Replaced entry: Source bound over Path.
+type Replacement struct {
+	Path   string `json:"path"`
+	Source string `json:"source"`
+}
+
+// Cgroup is the child's own cgroup: made below Parent (a cgroup v2
+// directory delegated to metaharness, Controls.Cgroup) when the child
+// starts, the init cloned into it, and removed, with anything left in it
+// killed, when the child ends.
+type Cgroup struct {
+	Parent string `json:"parent"`
+	// MemoryMax is memory.max in bytes (and memory.swap.max is 0 where the
+	// host has swap accounting: the bound is not stretched by swap).
+	MemoryMax int64 `json:"memory_max"`
+	// PidsMax is pids.max: processes and threads alike.
+	PidsMax int `json:"pids_max"`
 }
 
 // Has reports whether s makes namespace ns.
@@ -76,7 +136,14 @@ func (s *Spec) Check() error {
 			return fmt.Errorf("confinement without a %s namespace is not one", ns)
 		}
 	}
-	for _, l := range [][]string{s.Hidden, s.Fresh, s.ReadOnly, s.Writable, s.Covered} {
+	more := make([]string, 0, 2*len(s.Replaced)+1)
+	for _, r := range s.Replaced {
+		more = append(more, r.Path, r.Source)
+	}
+	if s.CommandSandbox != "" {
+		more = append(more, s.CommandSandbox)
+	}
+	for _, l := range [][]string{s.Hidden, s.Fresh, s.ReadOnly, s.Writable, s.Covered, more} {
 		for _, p := range l {
 			if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 				return fmt.Errorf("confinement: %q is not an absolute path below /", p)
@@ -85,6 +152,12 @@ func (s *Spec) Check() error {
 	}
 	if s.Listen != "" && !s.Has(Net) {
 		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", s.Listen)
+	}
+	if s.FreshBytes < 0 || s.ShmBytes < 0 {
+		return fmt.Errorf("confinement: a tmpfs size is negative (%d, %d)", s.FreshBytes, s.ShmBytes)
+	}
+	if c := s.Cgroup; c != nil && (!filepath.IsAbs(c.Parent) || c.MemoryMax <= 0 || c.PidsMax <= 0) {
+		return fmt.Errorf("confinement: the cgroup bounds need an absolute parent and positive limits (%+v)", *c)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type Init struct {
 	ln      net.Listener
 	vendor  int         // the vendor's pid (its process group) here, 0 unknown
 	reports chan report // after Started: the exit report, then closed
+	cgroup  string      // the child's own cgroup (Spec.Cgroup), "" none
 }
 
 // New prepares the init that will start c confined by s. Nothing runs
@@ -84,15 +85,27 @@ func prepare(l launch) (*Init, error) {
 // a thread that lives as long as metaharness, so its parent-death signal
 // (SIGKILL) fires when metaharness dies and at no other time.
 func (i *Init) Start() error {
+	cgroupFD := -1
+	if c := i.launch.Spec.Cgroup; c != nil {
+		dir, fd, err := makeCgroup(c)
+		if err != nil {
+			i.closeUnstarted()
+			return err
+		}
+		i.cgroup, cgroupFD = dir, fd
+		i.Cmd.SysProcAttr.UseCgroupFD, i.Cmd.SysProcAttr.CgroupFD = true, fd
+	}
 	var err error
 	onSpawner(func() { err = i.Cmd.Start() })
-	for _, f := range i.child {
-		_ = f.Close()
+	if cgroupFD >= 0 {
+		_ = unix.Close(cgroupFD) // the clone has landed in it, or failed
 	}
 	if err != nil {
-		_ = i.config.Close()
-		_ = i.ctl.Close()
+		i.closeUnstarted()
 		return fmt.Errorf("cloning the child's namespaces: %w", err)
+	}
+	for _, f := range i.child {
+		_ = f.Close()
 	}
 	b, err := json.Marshal(i.launch)
 	if err == nil {
@@ -131,6 +144,17 @@ func (i *Init) Start() error {
 	}
 }
 
+// closeUnstarted releases what prepare and Start made for an init that
+// never started.
+func (i *Init) closeUnstarted() {
+	for _, f := range append(i.child, i.config, i.ctl) {
+		_ = f.Close()
+	}
+	if i.cgroup != "" {
+		removeCgroup(i.cgroup)
+	}
+}
+
 // abort kills an init that will not start the vendor and reaps it.
 func (i *Init) abort(err error) error {
 	_ = i.Cmd.Process.Kill()
@@ -138,6 +162,9 @@ func (i *Init) abort(err error) error {
 	_ = i.ctl.Close()
 	if i.ln != nil {
 		_ = i.ln.Close()
+	}
+	if i.cgroup != "" {
+		removeCgroup(i.cgroup)
 	}
 	return err
 }
@@ -201,6 +228,9 @@ func pidOf(pidfd int) int {
 // saying (it was killed, say): then the init's own state is Cmd's.
 func (i *Init) Wait() (*Exit, error) {
 	err := i.Cmd.Wait()
+	if i.cgroup != "" {
+		removeCgroup(i.cgroup)
+	}
 	r, ok := <-i.reports
 	if !ok {
 		return nil, err

@@ -10,8 +10,9 @@ import (
 	"github.com/metaharness/metaharness/confine"
 )
 
-// A yes is kept and believed for the same binary on the same host; a no is
-// never kept; a binary touched since is probed again.
+// A yes is kept and believed for the same binary on the same host, with the
+// controls it found; a no is never kept; a binary touched since is probed
+// again.
 func TestConfinableKeepsOnlyAYes(t *testing.T) {
 	if _, err := confine.ThisHost(); err != nil {
 		t.Skipf("no host identity here: %v", err)
@@ -24,11 +25,16 @@ func TestConfinableKeepsOnlyAYes(t *testing.T) {
 	env := map[string]string{"METAHARNESS_CACHE": filepath.Join(dir, "cache")}
 	probes := 0
 	answer := error(nil)
-	probe := func(string) error { probes++; return answer }
+	found := confine.Controls{Seccomp: true, LandlockABI: 7}
+	probe := func(string) (confine.Controls, error) { probes++; return found, answer }
 
 	for i := range 2 {
-		if err := confinable(self, env, probe); err != nil {
+		c, err := confinable(self, env, probe)
+		if err != nil {
 			t.Fatalf("run %d: %v", i, err)
+		}
+		if !c.Seccomp || c.LandlockABI != 7 {
+			t.Errorf("run %d: controls %+v, want the probe's", i, c)
 		}
 	}
 	if probes != 1 {
@@ -39,14 +45,14 @@ func TestConfinableKeepsOnlyAYes(t *testing.T) {
 	if err := os.Chtimes(self, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if err := confinable(self, env, probe); err != nil || probes != 2 {
+	if _, err := confinable(self, env, probe); err != nil || probes != 2 {
 		t.Fatalf("a touched binary: %v after %d probes, want a new probe", err, probes)
 	}
 
 	no := map[string]string{"METAHARNESS_CACHE": filepath.Join(dir, "other")}
 	answer = errors.New("user namespaces cannot be made here")
 	for range 2 {
-		if err := confinable(self, no, probe); err == nil {
+		if _, err := confinable(self, no, probe); err == nil {
 			t.Fatal("a failed probe was not reported")
 		}
 	}

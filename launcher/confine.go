@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -54,7 +55,10 @@ var freshRoots = []string{"/tmp", "/var/tmp"}
 // changed under the run; writable only the child's scratch HOME and TMPDIR,
 // its cwd (--cwd, or the scratch work directory) and dirs (the kind's own,
 // such as a config home); the --token-file and the caller's credential
-// files covered. It is nil under --unconfined or where the host cannot
+// files covered; the fresh tmpfs mounts sized (confine.DefaultFreshBytes,
+// DefaultShmBytes); and, each where the host holds it (w.Controls), the
+// seccomp filter on the child's tree and its own cgroup with memory and
+// task bounds. It is nil under --unconfined or where the host cannot
 // confine (w.Unconfinable).
 func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confine.Spec {
 	if spec.Unconfined || w.Unconfinable != "" {
@@ -72,6 +76,15 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 		ReadOnly: append([]string{w.Binary, w.Self, w.Scratch}, readOnly...),
 		Writable: append([]string{filepath.Join(w.Scratch, "home"), filepath.Join(w.Scratch, "tmp"), cwd}, dirs...),
 		Covered:  []string{},
+
+		FreshBytes: confine.DefaultFreshBytes,
+		ShmBytes:   confine.DefaultShmBytes,
+	}
+	if w.Controls.Seccomp {
+		c.DenySyscalls = slices.Clone(confine.DeniedSyscalls)
+	}
+	if w.Controls.Cgroup != "" {
+		c.Cgroup = &confine.Cgroup{Parent: w.Controls.Cgroup, MemoryMax: confine.DefaultMemoryMax, PidsMax: confine.DefaultPidsMax}
 	}
 	home := w.Env["HOME"]
 	if home != "" && filepath.IsAbs(home) && filepath.Clean(home) != "/" {
@@ -104,6 +117,53 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 		c.ReadOnly = append(c.ReadOnly, "/run/systemd/resolve")
 	}
 	return c
+}
+
+// SandboxShell is the shell the command sandbox starts for a vendor that
+// hands it a command line: the one Claude Code is told to use too.
+const SandboxShell = "/bin/bash"
+
+// CommandSandbox is the script, in the scratch tree under name, through
+// which c's vendor runs each command of the agent's inside the command
+// sandbox (confine.Sandbox: a Landlock domain of the command's own, which
+// cannot signal, ptrace or open the /proc entries of the vendor): it starts
+// shell with lead and then the arguments the vendor gives it. It records
+// the script in c (CommandSandbox), so that the init refuses to start the
+// vendor where the domain cannot be made. It is nil, and c unchanged, when
+// there is no confinement (the script would be the child's to rewrite) or
+// the host's Landlock has no scopes.
+func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...string) *File {
+	if c == nil || !w.Controls.Scoped() {
+		return nil
+	}
+	line := "exec " + ShellQuote(w.Self)
+	for _, a := range append(confine.SandboxArgs(shell), lead...) {
+		line += " " + ShellQuote(a)
+	}
+	f := &File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
+		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine.Sandbox)\n" + line + ` "$@"` + "\n"}
+	c.CommandSandbox = f.Path
+	return f
+}
+
+// LoginShellSandbox puts c's vendor's commands in the command sandbox for
+// a vendor that runs each command with its user's login shell, the shell
+// getpwuid names, as Codex does (`SHELL -lc COMMAND`, inside its own
+// sandbox or, once approved outside it, straight from the vendor): the
+// view's /etc/passwd is replaced by one whose uid 0, the vendor's own, has
+// home and the sandbox script, named bash so that the vendor takes it for
+// bash. The other users of the host are not in it, and the child sees none
+// of them anyway (their ids are unmapped). It returns the files to write,
+// none where CommandSandbox gives no script.
+func LoginShellSandbox(c *confine.Spec, w *World, home string) []File {
+	f := CommandSandbox(c, w, "bash", SandboxShell)
+	if f == nil {
+		return nil
+	}
+	passwd := File{Path: filepath.Join(w.Scratch, "passwd"), Mode: 0o644,
+		Content: "root:x:0:0:root:" + home + ":" + f.Path + "\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"}
+	c.Replaced = append(c.Replaced, confine.Replacement{Path: "/etc/passwd", Source: passwd.Path})
+	return []File{*f, passwd}
 }
 
 // AttestConfinement completes a kind's claim with what c enforces: on
@@ -198,11 +258,13 @@ func EnvRow(env map[string]string, copied []string) string {
 // confinable is probe's answer (confine.Probe) for self on this host, taken
 // from the cache when this host and this very binary have said yes before:
 // a probe is a confinement made and torn down, three starts of this binary,
-// before every run's own. Only a yes is kept, under everything that decides
-// it (confine.Host). A host changed in a way the key does not see fails the
-// run's real start, which refuses the run (spawn) instead of running it
-// unconfined: a kept yes never turns a gap into a claim.
-func confinable(self string, env map[string]string, probe func(string) error) error {
+// before every run's own. Only a yes is kept, with the controls it found,
+// under everything that decides them (confine.Host); the cgroup, which is
+// the caller's and not the host's, is read afresh every time. A host
+// changed in a way the key does not see fails the run's real start, which
+// refuses the run (spawn) instead of running it with less than its plan
+// asked: a kept yes never turns a gap into a claim.
+func confinable(self string, env map[string]string, probe func(string) (confine.Controls, error)) (confine.Controls, error) {
 	type key struct {
 		Self binaryID     `json:"self"`
 		Host confine.Host `json:"host"`
@@ -213,15 +275,22 @@ func confinable(self string, env map[string]string, probe func(string) error) er
 	k := key{id, host}
 	keyed := idErr == nil && hostErr == nil
 	if keyed {
-		if _, ok := cache.lookup(k); ok {
-			return nil
+		var c confine.Controls
+		if v, ok := cache.lookup(k); ok && json.Unmarshal([]byte(v), &c) == nil {
+			c.Cgroup, c.CgroupWhy = confine.DelegatedCgroup()
+			return c, nil
 		}
 	}
-	if err := probe(self); err != nil {
-		return err
+	c, err := probe(self)
+	if err != nil {
+		return confine.Controls{}, err
 	}
 	if keyed {
-		_ = cache.store(k, "yes") // a cache not written costs the next run a probe, nothing else
+		kept := c
+		kept.Cgroup, kept.CgroupWhy = "", ""
+		if b, err := json.Marshal(kept); err == nil {
+			_ = cache.store(k, string(b)) // a cache not written costs the next run a probe, nothing else
+		}
 	}
-	return nil
+	return c, nil
 }

@@ -119,10 +119,24 @@ func confinementCheck(d *Descriptor, self string) Check {
 	if !d.Confined {
 		return Check{Warn, "confinement", fmt.Sprintf("not checked: metaharness does not confine the %s child (its own confinement is the kind's)", d.Name)}
 	}
-	if err := confine.Probe(self); err != nil {
+	c, err := confine.Probe(self)
+	if err != nil {
 		return Check{Fail, "confinement", fmt.Sprintf("unavailable here: %v; a run would go on unconfined and attest H4, H6 and H12 as gaps, so --hermetic strict would fail", err)}
 	}
-	return Check{OK, "confinement", "the child can be confined here: user, PID, mount and network namespaces, metaharness's own init, a fresh /proc and /dev, a listener inside the network namespace and a nested user namespace were all made"}
+	return Check{OK, "confinement", "the child can be confined here: user, PID, mount and network namespaces, metaharness's own init, a fresh /proc and /dev, a listener inside the network namespace and a nested user namespace were all made; " + controlWords(c)}
+}
+
+// controlWords says which of the controls beyond the namespaces hold here.
+func controlWords(c confine.Controls) string {
+	held := func(ok bool, yes, why string) string {
+		if ok {
+			return yes
+		}
+		return "no (" + why + ")"
+	}
+	return "seccomp filter on the child's tree: " + held(c.Seccomp, "yes", c.SeccompWhy) +
+		"; command sandbox (Landlock scopes): " + held(c.Scoped(), fmt.Sprintf("yes (ABI %d)", c.LandlockABI), c.LandlockWhy) +
+		"; cgroup bounds: " + held(c.Cgroup != "", "yes, below "+c.Cgroup, c.CgroupWhy)
 }
 
 // binaryChecks asks the binary found: its version against the pin, and, for

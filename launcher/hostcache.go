@@ -17,7 +17,8 @@ import (
 // never the clone nor a scratch tree), each under everything that decides
 // it, so that a run need not find them again: what a vendor binary said its
 // version was (under the binary's identity, checkVersion) and that this host
-// can confine a child (under the host's and this binary's, confinable). An
+// can confine a child, with the controls it found (under the host's and this
+// binary's, confinable). An
 // entry whose key is not the one asked for is never found, and one that
 // cannot be read is a miss. An entry holds its key and a short answer,
 // nothing secret. A directory is 0700 and each entry 0600, written whole (a

@@ -31,18 +31,23 @@ const stderrDrain = time.Second
 // them; unconfined, the leader of its own process group. Either way,
 // stopping the run stops everything it started.
 type child struct {
-	cmd   *exec.Cmd
-	init  *confine.Init // nil: unconfined
-	stdin io.WriteCloser
-	done  chan struct{}
+	cmd    *exec.Cmd
+	init   *confine.Init // nil: unconfined
+	stdin  io.WriteCloser
+	stderr *os.File      // our end of the child's stderr
+	copied chan struct{} // closed when the child's stderr is copied to its end
+	done   chan struct{}
 }
 
 // spawnPlan starts plan's program with exactly plan's environment, in plan's
 // directory (inside plan.Confinement when there is one), stdin from
-// /dev/null (a pipe under plan.StdinPipe, see Child.Stdin), stdout to the
-// returned reader and stderr copied to stderr, escape sequences left out.
+// /dev/null (a one-way socket under plan.StdinPipe, see Child.Stdin),
+// stdout to the returned reader and stderr copied to stderr, escape
+// sequences left out. The child's stdio are one-way unix sockets
+// (confine.OneWay), never pipes: nothing it starts can reopen its stdout
+// through /proc and write into the record.
 func spawnPlan(plan *Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
-	c := &child{done: make(chan struct{})}
+	c := &child{done: make(chan struct{}), copied: make(chan struct{})}
 	if plan.Confinement != nil {
 		var err error
 		c.init, err = confine.New(plan.Confinement, confine.Command{
@@ -58,31 +63,59 @@ func spawnPlan(plan *Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
 		c.cmd.Dir = plan.Dir
 		c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	// Through a pipe, never as our own file: when metaharness runs under a
-	// fleet's PTY, a child handed the terminal would sit in a background
-	// process group (stopped by the first terminal call it makes), and a
-	// vendor that sees a terminal may colour its output or prompt. Its
-	// colour is taken out even so (plainWriter).
-	c.cmd.Stderr = &plainWriter{w: stderr}
-	c.cmd.WaitDelay = stderrDrain
-	out, err := c.cmd.StdoutPipe()
+	// Never our own files either: when metaharness runs under a fleet's
+	// PTY, a child handed the terminal would sit in a background process
+	// group (stopped by the first terminal call it makes), and a vendor that
+	// sees a terminal may colour its output or prompt. Its colour is taken
+	// out even so (plainWriter).
+	ours, theirs, err := streams(plan.StdinPipe)
 	if err != nil {
 		return nil, nil, err
 	}
+	c.cmd.Stdout, c.cmd.Stderr = theirs[1], theirs[2]
 	if plan.StdinPipe {
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			return nil, nil, err
-		}
+		c.cmd.Stdin, c.stdin = theirs[0], ours[0]
 	}
+	c.stderr = ours[2]
 	if c.init != nil {
 		err = c.init.Start()
 	} else {
 		err = c.cmd.Start()
 	}
+	closeFiles(theirs[:]) // the child holds its ends now
 	if err != nil {
+		closeFiles(ours[:])
 		return nil, nil, fmt.Errorf("starting %s: %w", plan.Program, err)
 	}
-	return c, out, nil
+	go func() {
+		defer close(c.copied)
+		_, _ = io.Copy(&plainWriter{w: stderr}, c.stderr)
+	}()
+	return c, ours[1], nil
+}
+
+// streams are the child's ends of its stdin, stdout and stderr and ours
+// (confine.OneWay), stdin's nil unless piped.
+func streams(stdinPipe bool) (ours, theirs [3]*os.File, err error) {
+	for i := range ours {
+		if i == 0 && !stdinPipe {
+			continue
+		}
+		if ours[i], theirs[i], err = confine.OneWay(i > 0); err != nil {
+			closeFiles(ours[:])
+			closeFiles(theirs[:])
+			return ours, theirs, err
+		}
+	}
+	return ours, theirs, nil
+}
+
+func closeFiles(fs []*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
 }
 
 // Stdin is the child's stdin under Plan.StdinPipe, else nil.
@@ -103,6 +136,7 @@ func (c *child) Listener() net.Listener {
 // confinement.
 func (c *child) Wait() *record.Process {
 	defer close(c.done)
+	defer c.drainStderr()
 	if c.init == nil {
 		_ = c.cmd.Wait()
 		return processOf(c.cmd.ProcessState)
@@ -117,6 +151,20 @@ func (c *child) Wait() *record.Process {
 		return &record.Process{Kind: record.ProcessExited, Code: ex.Code}
 	}
 	return &record.Process{Kind: record.ProcessUnknown}
+}
+
+// drainStderr gives the copy of the child's stderr stderrDrain to finish
+// after the child has exited, should something it started still hold the
+// socket, then ends it.
+func (c *child) drainStderr() {
+	t := time.NewTimer(stderrDrain)
+	defer t.Stop()
+	select {
+	case <-c.copied:
+	case <-t.C:
+	}
+	_ = c.stderr.Close()
+	<-c.copied
 }
 
 // Stop ends the child and everything it started: SIGTERM (to the process

@@ -63,7 +63,7 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 	w := &World{Env: r.io.Env, RuntimeDir: r.tree.dir, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !r.spec.Unconfined {
-		if err := confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
+		if w.Controls, err = confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
 			w.Unconfinable = err.Error()
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
 		}

@@ -3,6 +3,7 @@ package launcher
 import (
 	"encoding/json"
 
+	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 )
 
@@ -28,6 +29,9 @@ type World struct {
 	// Unconfinable says why this host cannot confine a child
 	// (confine.Probe), "" when it can.
 	Unconfinable string `json:"unconfinable,omitempty"`
+	// Controls are what the host lets a confinement apply besides its
+	// namespaces (confine.Probe): a plan asks only for those that hold.
+	Controls confine.Controls `json:"controls,omitzero"`
 	// NonDumpable: metaharness is non-dumpable (confine.NonDumpable), so
 	// no process of its uid may read its memory or environment.
 	NonDumpable bool `json:"non_dumpable,omitempty"`

@@ -12,7 +12,8 @@ import (
 )
 
 // TestEarlyEntrySkipsTheHeavyInits: the processes metaharness starts of
-// itself on the vendor's path (the confined child's init, Claude Code's hook)
+// itself on the vendor's path (the confined child's init, the command
+// sandbox, Claude Code's hook)
 // end in internal/earlyentry's initialiser, before mcp-go's schema library
 // compiles its meta-schemas; every other invocation initialises everything.
 // The test binary links what metaharness links, so, reached by the name
@@ -48,13 +49,55 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	if _, stderr := inits("", confine.NestedProbeArgs()...); strings.Contains(stderr, heavy) {
 		t.Errorf("internal-init initialised %s:\n%s", heavy, stderr)
 	}
+	// The command sandbox runs its shell from the early entry: it starts
+	// once per command of the agent's.
+	stdout, stderr := inits("", append(confine.SandboxArgs("/bin/sh"), "-c", "echo sandboxed")...)
+	if strings.Contains(stderr, heavy) {
+		t.Errorf("internal-sandbox initialised %s:\n%s", heavy, stderr)
+	}
+	if stdout != "sandboxed\n" {
+		t.Errorf("internal-sandbox's shell said %q", stdout)
+	}
 	// A hook with no run behind it answers deny, from the early entry too.
 	payload := `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`
-	stdout, stderr := inits(payload, hook.Args(t.TempDir()+"/gone.sock")...)
+	stdout, stderr = inits(payload, hook.Args(t.TempDir()+"/gone.sock")...)
 	if strings.Contains(stderr, heavy) {
 		t.Errorf("internal-hook initialised %s:\n%s", heavy, stderr)
 	}
 	if !strings.Contains(stdout, `"permissionDecision":"deny"`) {
 		t.Errorf("internal-hook answered %q, want a deny", stdout)
+	}
+}
+
+// TestSandboxPassesDescriptors: the command sandbox hands its shell every
+// descriptor its vendor gave it (the others close theirs on exec), and a
+// malformed invocation never runs the command.
+func TestSandboxPassesDescriptors(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By the name metaharness, so that what the early entry leaves falls to
+	// main (testscript.Main), as in the release binary.
+	mh := filepath.Join(t.TempDir(), "metaharness")
+	if err := os.Symlink(self, mh); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mh, append(confine.SandboxArgs("/bin/sh"), "-c", "echo kept >&3")...)
+	cmd.ExtraFiles = []*os.File{w}
+	out, err := cmd.CombinedOutput()
+	_ = w.Close()
+	b := make([]byte, 64)
+	n, _ := r.Read(b)
+	if err != nil || string(b[:n]) != "kept\n" {
+		t.Errorf("descriptor 3 read %q (%v: %s)", b[:n], err, out)
+	}
+	cmd = exec.Command(mh, "internal-sandbox", "--shell", "/bin/sh", "-c", "echo RAN")
+	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "RAN") {
+		t.Errorf("a malformed sandbox invocation: %v\n%s", err, out)
 	}
 }

@@ -10,13 +10,14 @@ import (
 // it is not a verb.
 type initCmd struct {
 	// NestedProbe is the child confine.Probe starts in a nested user
-	// namespace: it only has to run.
-	NestedProbe bool `hidden:"" help:"Exit at once (the confinement probe's child)."`
+	// namespace: it tries the controls in the vendor's position and says
+	// how that went.
+	NestedProbe bool `hidden:"" help:"Report the controls that hold in the vendor's position (the confinement probe's child)."`
 }
 
 func (c *initCmd) run(*env) (exit.Code, error) {
 	if c.NestedProbe {
-		return exit.OK, nil
+		return exit.Code(confine.NestedProbe()), nil
 	}
 	return exit.Code(confine.Main()), nil
 }

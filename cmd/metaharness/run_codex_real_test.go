@@ -518,3 +518,55 @@ func TestRunCodexObserve(t *testing.T) {
 		t.Errorf("attestation %+v does not state the observe grant", h)
 	}
 }
+
+// TestRunCodexCommandSandbox: the real Codex runs every command with the
+// login shell the view's /etc/passwd names, the command sandbox's script:
+// a command inside Codex's own sandbox does ordinary work, and one approved
+// to run outside it (require_escalated) cannot write Codex's stdout, open
+// its memory or environment, or SIGKILL it; the run ends as the model
+// ended it.
+func TestRunCodexCommandSandbox(t *testing.T) {
+	token := randomToken("sk-test-REAL-")
+	o := newCodexOperator(t, token)
+	o.write("notes.md", "notes\n")
+	o.git("init", "-q")
+	inside := `ls | grep -c notes; (sleep 0.1; echo WORK-BACKGROUND) & wait; git rev-parse --is-inside-work-tree >/dev/null && echo WORK-GIT; grep '^root:' /etc/passwd`
+	escalated, _ := json.Marshal(map[string]string{"cmd": "echo PARENT $(tr '\\0' ' ' < /proc/$PPID/cmdline)\n" + recordAttack,
+		"sandbox_permissions": "require_escalated", "justification": "the test asks"})
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":` + strconvQuote(inside) + `}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: escalated}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	asked := map[string]string{}
+	res := o.run(decideAll(t, asked, func(*record.ToolRequested) string { return `{"decision":"allow"}` }),
+		"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--model", "gpt-5.5",
+		"--decisions", "ask", "--cwd", o.tree, "-p", "go")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0", res.code)
+	}
+	var results []string
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			results = append(results, tr.Content)
+		}
+	}
+	t.Logf("tool results:\n%s", strings.Join(results, "\n----\n"))
+	if len(results) != 2 {
+		t.Fatalf("%d tool results, want 2", len(results))
+	}
+	for i, wants := range [][]string{
+		{"1\n", "WORK-BACKGROUND", "WORK-GIT", "/bash\n"},
+		{"ATTACK-WRITE-failed", "ATTACK-MEM-failed", "ATTACK-ENVIRON-failed", "ATTACK-KILL-failed", "1 WORK-PIPE", "WORK-BACKGROUND", "WORK-GIT"},
+	} {
+		for _, want := range wants {
+			if !strings.Contains(results[i], want) {
+				t.Errorf("command %d's output lacks %q", i+1, want)
+			}
+		}
+	}
+	if strings.Contains(string(res.stdout), "FORGED-BY-THE-AGENT") {
+		t.Error("the forged line reached the record")
+	}
+}

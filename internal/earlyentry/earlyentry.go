@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/metaharness/metaharness/confine"
@@ -31,21 +32,33 @@ import (
 
 func init() {
 	if run := Take(os.Args[1:]); run != nil {
-		// As main does before any verb.
+		// As main does before any verb; the command sandbox excepted, which
+		// hands the command whatever its vendor gave it.
 		_ = confine.NonDumpable()
-		confine.CloseOnExec()
+		if !isSandbox(os.Args[1:]) {
+			confine.CloseOnExec()
+		}
 		os.Exit(run(os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
 // Take is the process args asks for when it is one this package runs
-// (confine.InitArgs, confine.NestedProbeArgs, a kind's hook in launcher/kinds/hooks), nil otherwise.
+// (confine.InitArgs, confine.NestedProbeArgs, confine.SandboxArgs followed
+// by the shell's arguments, a kind's hook in launcher/kinds/hooks), nil
+// otherwise.
 func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case slices.Equal(args, confine.InitArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.Main() }
 	case slices.Equal(args, confine.NestedProbeArgs()):
-		return func(io.Reader, io.Writer, io.Writer) int { return 0 }
+		return func(io.Reader, io.Writer, io.Writer) int { return confine.NestedProbe() }
+	case isSandbox(args):
+		shell, rest := args[2], args[len(confine.SandboxArgs(args[2])):]
+		return func(_ io.Reader, _, stderr io.Writer) int {
+			err := confine.Sandbox(shell, rest)
+			fmt.Fprintln(stderr, "metaharness:", err)
+			return 126 // what a shell answers for a command it found but could not run
+		}
 	}
 	if h, socket, ok := hooks.Take(args); ok {
 		return func(stdin io.Reader, stdout, stderr io.Writer) int {
@@ -57,4 +70,14 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return nil
+}
+
+// isSandbox: args are the command sandbox's, as a kind's sandbox script
+// writes them, with an absolute shell and at least one argument for it.
+func isSandbox(args []string) bool {
+	if len(args) < 5 || !filepath.IsAbs(args[2]) {
+		return false
+	}
+	lead := confine.SandboxArgs(args[2])
+	return slices.Equal(args[:len(lead)], lead)
 }

@@ -12,11 +12,14 @@ import (
 // anything else is left to main's parser, which answers help and usage
 // errors.
 func TestTake(t *testing.T) {
-	// What metaharness writes: the init's and the probe's argv, and the
-	// hook command of every claude plan.
+	// What metaharness writes: the init's and the probe's argv, the
+	// command sandbox's as a kind's script writes it, and the hook command
+	// of every claude plan.
 	for _, args := range [][]string{
 		confine.InitArgs(),
 		confine.NestedProbeArgs(),
+		append(confine.SandboxArgs("/bin/bash"), "-c", "ls"),
+		append(confine.SandboxArgs("/bin/bash"), "-lc", "ls"),
 		hook.Args("/run/x/decisions.sock"),
 	} {
 		if Take(args) == nil {
@@ -38,6 +41,10 @@ func TestTake(t *testing.T) {
 		{"internal-hook", "--socket", "relative.sock"},
 		{"internal-hook", "--socket=/run/x/decisions.sock"},
 		{"--version", "internal-init"},
+		confine.SandboxArgs("/bin/bash"),
+		append(confine.SandboxArgs("bash"), "-c", "ls"),
+		{"internal-sandbox", "--shell", "/bin/bash", "-c", "ls"},
+		{"internal-sandbox", "/bin/bash", "--", "-c", "ls"},
 	} {
 		if Take(args) != nil {
 			t.Errorf("%q is taken; main's parser should answer it", args)

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	b10xstandin.MainIfInvoked()
 	if len(os.Args) > 1 && os.Args[1] == "internal-init" {
 		if len(os.Args) > 2 && os.Args[2] == "--nested-probe" {
-			os.Exit(0)
+			os.Exit(confine.NestedProbe())
 		}
 		os.Exit(confine.Main())
 	}

@@ -184,6 +184,15 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	args = append(args, "--", spec.Prompt)
 
 	conf := launcher.Confinement(spec, w, []string{configHome})
+	// Claude Code runs every Bash command, hook and MCP server as
+	// `PREFIX 'COMMAND LINE'` (through its shell for the first two), so the
+	// prefix is the sandbox script and names the shell Claude Code is told
+	// to write for.
+	if f := launcher.CommandSandbox(conf, w, "command-sandbox", launcher.SandboxShell, "-c"); f != nil {
+		files = append(files, *f)
+		env["CLAUDE_CODE_SHELL_PREFIX"] = f.Path
+		env["CLAUDE_CODE_SHELL"] = launcher.SandboxShell
+	}
 	claim := attestation(spec, w, cwd, configHome, credHow, servers, env)
 	launcher.AttestConfinement(claim, conf, spec, w)
 	return &launcher.Plan{

@@ -206,6 +206,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
 	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
+	files = append(files, launcher.LoginShellSandbox(conf, w, env["HOME"])...)
 	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
 	launcher.AttestConfinement(claim, conf, spec, w)
 	return &launcher.Plan{

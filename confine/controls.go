@@ -1,0 +1,33 @@
+package confine
+
+// ScopedABI is the first Landlock ABI that scopes signals and abstract unix
+// sockets, which the command sandbox needs.
+const ScopedABI = 6
+
+// Controls are what this host lets a confinement apply besides its
+// namespaces, as Probe found them: each either holds, or says why not in
+// words an operator can act on. A plan asks only for what holds here, and
+// the init refuses to start the vendor when something it was asked for
+// cannot be applied after all.
+type Controls struct {
+	// Seccomp: a seccomp filter installs in the vendor's position (a
+	// nested user namespace, no_new_privs), so Spec.DenySyscalls may be
+	// asked for. SeccompWhy says why not otherwise.
+	Seccomp    bool   `json:"seccomp,omitempty"`
+	SeccompWhy string `json:"seccomp_why,omitempty"`
+	// LandlockABI is the Landlock ABI a process in the vendor's position
+	// can restrict itself with, 0 none; from ScopedABI on, the command
+	// sandbox (Spec.CommandSandbox) can run. LandlockWhy says why it
+	// cannot otherwise.
+	LandlockABI int    `json:"landlock_abi,omitempty"`
+	LandlockWhy string `json:"landlock_why,omitempty"`
+	// Cgroup is the cgroup v2 directory delegated to metaharness, below
+	// which a child's tree can be bounded (Spec.Cgroup); CgroupWhy says why
+	// there is none. Unlike the rest, it is read afresh for every run
+	// (DelegatedCgroup): a process's cgroup is not the host's.
+	Cgroup    string `json:"cgroup,omitempty"`
+	CgroupWhy string `json:"cgroup_why,omitempty"`
+}
+
+// Scoped reports whether the command sandbox can run here.
+func (c Controls) Scoped() bool { return c.LandlockABI >= ScopedABI }
