@@ -27,6 +27,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -42,8 +43,11 @@ type Proxy struct {
 	upstream    *url.URL
 	listen      string
 	allow       []egressRule
+	paths       []pathRule
 	placeholder []byte
-	tokens      *tokens
+	tokens      *tokens // nil unless the proxy attaches the token
+	wire        *Wire   // nil without a model API
+	begun       atomic.Uint64
 	log         *zap.Logger
 	tr          *http.Transport
 	gate        *goproxy.ProxyHttpServer
@@ -96,8 +100,37 @@ func New(cfg Config) (*Proxy, error) {
 	if p.allow, err = parseEgress(cfg.AllowEgress); err != nil {
 		return nil, err
 	}
-	if p.tokens, err = newTokens(cfg.Token, cfg.LookupEnv); err != nil {
+	if p.paths, err = parseAllowPaths(cfg.AllowPaths); err != nil {
 		return nil, err
+	}
+	switch cfg.ModelAPI {
+	case "":
+	case AnthropicMessages, OpenAIResponses:
+		limit := cfg.WireLimit
+		if limit <= 0 {
+			limit = DefaultWireLimit
+		}
+		p.wire = newWire(cfg.ModelAPI, limit)
+	default:
+		return nil, exit.Refuse(RefuseModelAPIUnknown, "--model-api %q is not one of %s (Claude Code) and %s (Codex)", cfg.ModelAPI, AnthropicMessages, OpenAIResponses)
+	}
+	switch cfg.Credentials {
+	case "", AttachToken:
+		p.cfg.Credentials = AttachToken
+		if p.tokens, err = newTokens(cfg.Token, cfg.LookupEnv); err != nil {
+			return nil, err
+		}
+	case PassThrough, NoCredential:
+		if given := cfg.Token.Given(); len(given) > 0 {
+			what := "the child's own key goes upstream unchanged"
+			if cfg.Credentials == NoCredential {
+				what = "the child's key is taken out and none is attached"
+			}
+			return nil, exit.Refuse(RefuseTokenNotUsed, "%s was given, but under credentials %s the proxy attaches no token (%s); give no token source, or attach the token (credentials %s)",
+				strings.Join(given, " and "), cfg.Credentials, what, AttachToken)
+		}
+	default:
+		return nil, exit.Refuse(RefuseCredentialsUnknown, "credentials %q is not one of %s, %s and %s", cfg.Credentials, AttachToken, PassThrough, NoCredential)
 	}
 	ph, err := newPlaceholder(cfg.RunID)
 	if err != nil {
@@ -225,21 +258,37 @@ func (p *Proxy) Counters() Counters {
 	return c
 }
 
+// Wire is the proxy's view of what the model emitted, nil when the proxy
+// was given no model API (Config.ModelAPI).
+func (p *Proxy) Wire() *Wire { return p.wire }
+
 // secrets is what records and logs are scrubbed of.
 func (p *Proxy) secrets() []string {
+	if p.tokens == nil {
+		return []string{string(p.placeholder)}
+	}
 	return append(p.tokens.remembered(), string(p.placeholder))
 }
 
+// ownCredential reports whether the child's credential headers are its
+// own (PassThrough, NoCredential), so that only RunHeader proves it.
+func (p *Proxy) ownCredential() bool {
+	return p.cfg.Credentials == PassThrough || p.cfg.Credentials == NoCredential
+}
+
 // authorized reports whether h carries this run's placeholder, and why not.
-// Every credential header present must hold it.
+// Every header that proves the child present must hold it: RunHeader, and
+// when the proxy attaches the token, x-api-key and Authorization too.
 func (p *Proxy) authorized(h http.Header) (bool, string) {
-	var got []string
-	got = append(got, h.Values("X-Api-Key")...)
-	for _, a := range h.Values("Authorization") {
-		if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
-			return false, RefusedWrongPlaceholder // another scheme, or none
+	got := h.Values(RunHeader)
+	if !p.ownCredential() {
+		got = append(got, h.Values("X-Api-Key")...)
+		for _, a := range h.Values("Authorization") {
+			if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
+				return false, RefusedWrongPlaceholder // another scheme, or none
+			}
+			got = append(got, a[7:])
 		}
-		got = append(got, a[7:])
 	}
 	if len(got) == 0 {
 		return false, RefusedNoPlaceholder
