@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // A small scanner over JSON the upstream sent, for the wire view's hot
@@ -144,9 +145,10 @@ func content(v []byte) ([]byte, bool) {
 	return v[1 : len(v)-1], true
 }
 
-// unquote decodes the raw content of a JSON string.
+// unquote decodes the raw content of a JSON string as encoding/json does
+// (invalid UTF-8 and lone surrogates read as U+FFFD).
 func unquote(raw []byte) (string, bool) {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw), true
 	}
 	q := make([]byte, 0, len(raw)+2)

@@ -658,10 +658,13 @@ func (s *wireStream) newItem(it wireItem) int {
 // marks the item (and its response) truncated, and the item takes
 // nothing more.
 func (s *wireStream) appendRaw(it *wireItem, b []byte) {
-	if len(b) == 0 {
+	switch {
+	case len(b) == 0:
 		return
-	}
-	if it.truncated {
+	case it.complete: // content for a block that has ended: no client takes it
+		s.unreadable()
+		return
+	case it.truncated:
 		s.w.overflow.Add(int64(len(b)))
 		return
 	}

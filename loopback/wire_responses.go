@@ -113,7 +113,7 @@ func (s *wireStream) responsesItemDone(item []byte) {
 		s.unreadable()
 		return
 	}
-	it := wireItem{kind: responsesKind(typ), typ: typ, id: id, callID: callID, complete: true}
+	it := wireItem{kind: responsesKind(typ), typ: typ, id: id, callID: callID}
 	if it.kind == KindText || it.kind == KindToolCall {
 		it.form = rawResponsesItem
 	}
@@ -121,6 +121,7 @@ func (s *wireStream) responsesItemDone(item []byte) {
 	if it.form == rawResponsesItem {
 		s.appendRaw(&s.items[i], item)
 	}
+	s.items[i].complete = true
 }
 
 func responsesKind(typ string) ItemKind {
