@@ -102,8 +102,8 @@ type Config struct {
 	Header HeaderStyle
 	Token  TokenSource
 	// Credentials is what becomes of the child's credential (default
-	// AttachToken). PassThrough and NoCredential attach no token: Token
-	// must then name no source.
+	// AttachToken; the verb's --child-key). PassThrough and NoCredential
+	// attach no token: Token must then name no source.
 	Credentials Credentials
 	// ModelAPI, when set (AnthropicMessages or OpenAIResponses), makes the
 	// proxy read the upstream's answers into its wire view (Proxy.Wire).

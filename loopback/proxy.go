@@ -3,11 +3,19 @@
 //
 // The child is given a per-run placeholder instead of the API key. Requests
 // with a relative path reach the reverse endpoint (goproxy's non-proxy
-// handler): one carrying the placeholder in x-api-key or Authorization:
-// Bearer is forwarded to the upstream with the real token swapped in, its
-// answer streamed back chunk by chunk; anything else is answered 401 and
-// never forwarded. CONNECT and absolute-URL requests are the egress gate:
-// refused unless the host is on the run's allowlist (empty by default).
+// handler): one carrying the placeholder in x-api-key, Authorization:
+// Bearer or RunHeader is forwarded to the upstream with the real token
+// swapped in, its answer streamed back chunk by chunk; anything else is
+// answered 401 and never forwarded. Where the child holds its own key
+// (Config.Credentials PassThrough) or none (NoCredential), RunHeader alone
+// proves it, and its credential headers are passed on or taken out. With
+// Config.AllowPaths only the model API's method and path are forwarded at
+// all. CONNECT and absolute-URL requests are the egress gate: refused
+// unless the host is on the run's allowlist (empty by default).
+//
+// With Config.ModelAPI the proxy also reads the model's answers as they
+// stream through into its wire view (Wire): what the model said, for a run
+// to check its record against.
 //
 // Every request leaves one Record, handed to Config.OnRecord as it ends,
 // and adds to the Counters. Neither, nor any log line, ever holds a body,
@@ -126,11 +134,11 @@ func New(cfg Config) (*Proxy, error) {
 			if cfg.Credentials == NoCredential {
 				what = "the child's key is taken out and none is attached"
 			}
-			return nil, exit.Refuse(RefuseTokenNotUsed, "%s was given, but under credentials %s the proxy attaches no token (%s); give no token source, or attach the token (credentials %s)",
+			return nil, exit.Refuse(RefuseTokenNotUsed, "%s was given, but under --child-key %s the proxy attaches no token (%s); give no token source, or attach the token (--child-key %s)",
 				strings.Join(given, " and "), cfg.Credentials, what, AttachToken)
 		}
 	default:
-		return nil, exit.Refuse(RefuseCredentialsUnknown, "credentials %q is not one of %s, %s and %s", cfg.Credentials, AttachToken, PassThrough, NoCredential)
+		return nil, exit.Refuse(RefuseCredentialsUnknown, "--child-key %q is not one of %s (the child's key is the placeholder), %s (its own key goes upstream) and %s (nothing goes upstream)", cfg.Credentials, AttachToken, PassThrough, NoCredential)
 	}
 	ph, err := newPlaceholder(cfg.RunID)
 	if err != nil {

@@ -322,8 +322,8 @@ func TestRetriesOnceAfter401WithNewToken(t *testing.T) {
 var refusalWords = map[exit.Name]string{
 	RefuseModelAPIUnknown:    `is not one of anthropic-messages (Claude Code) and openai-responses (Codex)`,
 	RefuseAllowPathMalformed: `; give METHOD /PATH, for example "POST /v1/messages"`,
-	RefuseCredentialsUnknown: `credentials "bearer" is not one of attach, pass-through and none`,
-	RefuseTokenNotUsed:       `--token-env TOK was given, but under credentials`,
+	RefuseCredentialsUnknown: `--child-key "bearer" is not one of attach (the child's key is the placeholder), pass-through`,
+	RefuseTokenNotUsed:       `--token-env TOK was given, but under --child-key`,
 }
 
 // TestRefusals: every refusal New and Start make, by name.
