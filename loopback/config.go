@@ -29,6 +29,10 @@ const (
 	RefuseTokenUnreadable      exit.Name = "loopback-token-unreadable"
 	RefuseTokenSourceAmbiguous exit.Name = "loopback-token-source-ambiguous"
 	RefuseEgressHostMalformed  exit.Name = "loopback-egress-host-malformed"
+	RefuseModelAPIUnknown      exit.Name = "loopback-model-api-unknown"
+	RefuseAllowPathMalformed   exit.Name = "loopback-allow-path-malformed"
+	RefuseCredentialsUnknown   exit.Name = "loopback-credentials-unknown"
+	RefuseTokenNotUsed         exit.Name = "loopback-token-not-used"
 )
 
 // HeaderStyle is the header the upstream reads the real token from.
@@ -41,6 +45,33 @@ const (
 	// BearerHeader sends "Authorization: Bearer <token>": the OpenAI API.
 	BearerHeader HeaderStyle = "bearer"
 )
+
+// Credentials is what the proxy does with the credential of the child's
+// requests.
+type Credentials string
+
+const (
+	// AttachToken (the default): the child's key is the placeholder, in
+	// x-api-key, Authorization: Bearer or RunHeader; the proxy takes it
+	// out and attaches the real token (Config.Token).
+	AttachToken Credentials = "attach"
+	// PassThrough: the child holds a key of its own; its x-api-key and
+	// Authorization go upstream unchanged, and it proves it is the run's
+	// child with the placeholder in RunHeader.
+	PassThrough Credentials = "pass-through"
+	// NoCredential: the child's x-api-key and Authorization are taken out
+	// and nothing is attached (an upstream that needs no key); RunHeader
+	// as for PassThrough.
+	NoCredential Credentials = "none"
+)
+
+// RunHeader carries the placeholder where the child's credential headers
+// are its own (PassThrough, NoCredential): the proof that a request comes
+// from the run's child (Claude Code sends it from ANTHROPIC_CUSTOM_HEADERS,
+// codex from its provider's http_headers). It is compared in constant
+// time, taken out before forwarding in every mode, and never logged or
+// recorded.
+const RunHeader = "X-Metaharness-Run"
 
 // TokenSource names where the real token lives: exactly one of Env (an
 // environment variable's name), File (a file whose trimmed content is the
@@ -70,6 +101,26 @@ type Config struct {
 	// Header is how the upstream wants the token (default APIKeyHeader).
 	Header HeaderStyle
 	Token  TokenSource
+	// Credentials is what becomes of the child's credential (default
+	// AttachToken; the verb's --child-key). PassThrough and NoCredential
+	// attach no token: Token must then name no source.
+	Credentials Credentials
+	// ModelAPI, when set (AnthropicMessages or OpenAIResponses), makes the
+	// proxy read the upstream's answers into its wire view (Proxy.Wire).
+	// The proxy then asks the upstream for bodies without a content
+	// encoding (Accept-Encoding: identity), since the view reads what it
+	// relays.
+	ModelAPI string
+	// WireLimit bounds the content the wire view holds (default
+	// DefaultWireLimit).
+	WireLimit int64
+	// AllowPaths, when not empty, are the only requests the reverse
+	// endpoint forwards, each "METHOD /path": the path under the
+	// upstream's prefix as the child sends it, with any query. Anything
+	// else is answered 403 and recorded (RefusedPathNotAllowed), never
+	// forwarded. Empty forwards any path; ModelAPIPaths gives the pinned
+	// vendors' own.
+	AllowPaths []string
 	// Listen is a loopback host:port (default 127.0.0.1:0, an ephemeral
 	// port). Unix, when set, is a socket path used instead; it must not exist.
 	Listen string
@@ -103,6 +154,37 @@ type egressRule struct {
 
 func (r egressRule) allows(host, port string) bool {
 	return strings.EqualFold(r.host, host) && (r.port == "" || r.port == port)
+}
+
+// pathRule is one allowlisted request: a method and a path in its
+// escaped form.
+type pathRule struct{ method, path string }
+
+// parseAllowPaths reads the allowlist: "METHOD /path", the method upper
+// case, the path plain (no query, fragment, escape or dot segment).
+func parseAllowPaths(rules []string) ([]pathRule, error) {
+	var out []pathRule
+	for _, r := range rules {
+		method, path, ok := strings.Cut(r, " ")
+		var why string
+		switch {
+		case !ok || method == "" || strings.Trim(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "":
+			why = "is not an upper-case method, one space and a path"
+		case !strings.HasPrefix(path, "/"):
+			why = "has a path that does not start with /"
+		case strings.ContainsAny(path, "?#%\\ \t"):
+			why = "has a path with a query, fragment, percent-escape, backslash or space; name the plain path (any query is allowed)"
+		case hasDotSegment(path):
+			why = "has a . or .. segment in its path"
+		case (&url.URL{Path: path}).EscapedPath() != path:
+			why = "has a path with characters a URL must escape"
+		}
+		if why != "" {
+			return nil, exit.Refuse(RefuseAllowPathMalformed, "--allow-path %q %s; give METHOD /PATH, for example \"POST /v1/messages\"", r, why)
+		}
+		out = append(out, pathRule{method, path})
+	}
+	return out, nil
 }
 
 // parseListen checks a listen address and returns the one to bind.

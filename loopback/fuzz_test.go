@@ -2,12 +2,17 @@ package loopback
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/url"
 	"path"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/metaharness/metaharness/internal/loopbackhost"
 )
@@ -85,8 +90,8 @@ func FuzzAuthorized(f *testing.F) {
 
 // FuzzOutboundTarget: whatever request target the child sends, what the
 // reverse endpoint forwards stays beneath the upstream's path prefix once
-// the upstream resolves dot segments, and carries the placeholder nowhere
-// in its path or query.
+// a server resolves dot segments however it reads them (asServersRead),
+// and carries the placeholder nowhere in its path or query.
 func FuzzOutboundTarget(f *testing.F) {
 	const ph = "mh-run-fuzz-0123456789abcdef01234567"
 	f.Add("/v1/messages?beta=true")
@@ -95,6 +100,10 @@ func FuzzOutboundTarget(f *testing.F) {
 	f.Add("/v1/..%5cadmin")
 	f.Add("/v1/messages?k=" + ph)
 	f.Add("/v1/%6dh-run-fuzz-0123456789abcdef01234567")
+	f.Add("/v1/%252e%252e/admin")
+	f.Add("/v1/..;/admin")
+	f.Add("/v1/%2e%2e;x=1/admin")
+	f.Add("/v1/%25252e%25252e%25252f")
 	f.Fuzz(func(t *testing.T, target string) {
 		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
 		if err != nil || r.URL.Host != "" || !strings.HasPrefix(r.URL.Path, "/") {
@@ -106,7 +115,7 @@ func FuzzOutboundTarget(f *testing.F) {
 			return
 		}
 		out := p.outbound(r, "tok", nil, nil)
-		resolved := path.Clean(strings.ReplaceAll(out.URL.Path, `\`, "/"))
+		resolved := path.Clean(asServersRead(out.URL.Path))
 		if resolved != "/prefix" && !strings.HasPrefix(resolved, "/prefix/") {
 			t.Fatalf("%q was forwarded to %q, which resolves to %q outside the prefix", target, out.URL.String(), resolved)
 		}
@@ -114,6 +123,134 @@ func FuzzOutboundTarget(f *testing.F) {
 			if p.holdsPlaceholder(s) {
 				t.Fatalf("%q was forwarded with the placeholder in %q", target, s)
 			}
+		}
+	})
+}
+
+// asServersRead is a path as the most lenient server behind an upstream
+// could read it: percent-decoded until nothing changes, a backslash taken
+// for a slash, and each segment's ;parameters dropped.
+func asServersRead(p string) string {
+	for range 64 {
+		next, changed := percentDecode(p)
+		if !changed {
+			break
+		}
+		p = next
+	}
+	segs := strings.Split(strings.ReplaceAll(p, `\`, "/"), "/")
+	for i, s := range segs {
+		segs[i], _, _ = strings.Cut(s, ";")
+	}
+	return strings.Join(segs, "/")
+}
+
+// fuzzWire: whatever a model API's upstream sends, as an event stream or
+// a JSON body, however it is cut into chunks and whenever it is looked at,
+// the view never panics, reads the same as when the body arrives whole,
+// holds canonical inputs only where it says so, and counts no more than
+// it holds. The seeds (testdata/fuzz/FuzzWire*) are the captured-style
+// answers of testdata/wire.
+func fuzzWire(f *testing.F, api string) {
+	f.Fuzz(func(t *testing.T, body []byte, cut uint8, sse bool) {
+		whole := feed(api, 200, sse, true, body).Responses()
+		step := int(cut) + 1
+		w := newWire(api, DefaultWireLimit)
+		h := http.Header{"Content-Type": {"application/json"}}
+		if sse {
+			h.Set("Content-Type", "text/event-stream")
+		}
+		ws := w.begin(1, time.Time{}, "POST", "/v1/x", &http.Response{StatusCode: 200, Header: h, ContentLength: -1})
+		for i := 0; i < len(body); i += step {
+			piece := body[i:min(i+step, len(body))]
+			ws.relay(len(piece))
+			ws.write(piece)
+			if i == step { // a look in the middle caches what is complete
+				w.Responses()
+			}
+		}
+		ws.end(true)
+		pieces := w.Responses()
+		if d := cmp.Diff(whole, pieces); d != "" {
+			t.Fatalf("whole vs in pieces of %d (-whole +pieces):\n%s", step, d)
+		}
+		for _, r := range pieces {
+			for _, it := range r.Items {
+				if it.Call == nil {
+					continue
+				}
+				if it.Call.InputForm == InputJSON || it.Call.InputForm == InputText {
+					if c, err := Canonical(it.Call.Input); err != nil || !bytes.Equal(c, it.Call.Input) {
+						t.Fatalf("input %s (%s) is not canonical: %s %v", it.Call.Input, it.Call.InputForm, c, err)
+					}
+				}
+				if got, ok := w.Call(it.Call.ID); it.Call.ID != "" && (!ok || got.ID != it.Call.ID) {
+					t.Fatalf("call %q is in the snapshot but Call finds %+v", it.Call.ID, got)
+				}
+			}
+		}
+		if st := w.Stats(); st.Held < 0 || st.Overflow != 0 || st.Held > int64(len(body))*2+responseCost+itemCost*int64(len(body)+1) {
+			t.Fatalf("stats %+v for a body of %d bytes", st, len(body))
+		}
+	})
+}
+
+func FuzzWireAnthropic(f *testing.F) { fuzzWire(f, AnthropicMessages) }
+
+func FuzzWireResponses(f *testing.F) { fuzzWire(f, OpenAIResponses) }
+
+// FuzzCanonical: Canonical never panics, and what it returns is valid JSON
+// that is its own canonical form and decodes to the same value.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1.50,"\u00e9\n",null]}`, `{"a":1,"a":2}`, `"\ud83d\ude00"`, `[{"":{}}]`, ` 1e400 `, `{"x":"\u0000"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := Canonical(in)
+		if err != nil {
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("%q gave invalid JSON %q", in, c)
+		}
+		if again, err := Canonical(c); err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("%q: canonical %q is not its own canonical form: %q %v", in, c, again, err)
+		}
+		var a, b any
+		da, db := json.NewDecoder(bytes.NewReader(in)), json.NewDecoder(bytes.NewReader(c))
+		da.UseNumber()
+		db.UseNumber()
+		if da.Decode(&a) != nil || db.Decode(&b) != nil || !cmp.Equal(a, b) {
+			t.Fatalf("%q and its canonical %q differ", in, c)
+		}
+	})
+}
+
+// FuzzRunHeader: where the child's credential is its own, a request is let
+// through only when RunHeader is exactly the placeholder, whatever else it
+// carries; under attach, a RunHeader that is not the placeholder refuses
+// it.
+func FuzzRunHeader(f *testing.F) {
+	const ph = "mh-run-fuzz-0123456789abcdef01234567"
+	f.Add(ph, "sk-own", true, true)
+	f.Add(ph+"x", ph, true, false)
+	f.Add("", ph, false, true)
+	f.Add(ph, "", true, false)
+	f.Fuzz(func(t *testing.T, run, key string, withRun, own bool) {
+		p := &Proxy{placeholder: []byte(ph), cfg: Config{Credentials: AttachToken}}
+		if own {
+			p.cfg.Credentials = PassThrough
+		}
+		h := http.Header{"X-Api-Key": {key}}
+		if withRun {
+			h[RunHeader] = []string{run}
+		}
+		ok, _ := p.authorized(h)
+		switch {
+		case own && ok != (withRun && run == ph):
+			t.Fatalf("pass-through, run header %q (given %v): authorized %v", run, withRun, ok)
+		case !own && ok && (key != ph || withRun && run != ph):
+			t.Fatalf("attach, key %q, run header %q (given %v) was let through", key, run, withRun)
 		}
 	})
 }

@@ -3,11 +3,19 @@
 //
 // The child is given a per-run placeholder instead of the API key. Requests
 // with a relative path reach the reverse endpoint (goproxy's non-proxy
-// handler): one carrying the placeholder in x-api-key or Authorization:
-// Bearer is forwarded to the upstream with the real token swapped in, its
-// answer streamed back chunk by chunk; anything else is answered 401 and
-// never forwarded. CONNECT and absolute-URL requests are the egress gate:
-// refused unless the host is on the run's allowlist (empty by default).
+// handler): one carrying the placeholder in x-api-key, Authorization:
+// Bearer or RunHeader is forwarded to the upstream with the real token
+// swapped in, its answer streamed back chunk by chunk; anything else is
+// answered 401 and never forwarded. Where the child holds its own key
+// (Config.Credentials PassThrough) or none (NoCredential), RunHeader alone
+// proves it, and its credential headers are passed on or taken out. With
+// Config.AllowPaths only the model API's method and path are forwarded at
+// all. CONNECT and absolute-URL requests are the egress gate: refused
+// unless the host is on the run's allowlist (empty by default).
+//
+// With Config.ModelAPI the proxy also reads the model's answers as they
+// stream through into its wire view (Wire): what the model said, for a run
+// to check its record against.
 //
 // Every request leaves one Record, handed to Config.OnRecord as it ends,
 // and adds to the Counters. Neither, nor any log line, ever holds a body,
@@ -27,6 +35,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/elazarl/goproxy"
@@ -42,8 +51,11 @@ type Proxy struct {
 	upstream    *url.URL
 	listen      string
 	allow       []egressRule
+	paths       []pathRule
 	placeholder []byte
-	tokens      *tokens
+	tokens      *tokens // nil unless the proxy attaches the token
+	wire        *Wire   // nil without a model API
+	begun       atomic.Uint64
 	log         *zap.Logger
 	tr          *http.Transport
 	gate        *goproxy.ProxyHttpServer
@@ -96,8 +108,37 @@ func New(cfg Config) (*Proxy, error) {
 	if p.allow, err = parseEgress(cfg.AllowEgress); err != nil {
 		return nil, err
 	}
-	if p.tokens, err = newTokens(cfg.Token, cfg.LookupEnv); err != nil {
+	if p.paths, err = parseAllowPaths(cfg.AllowPaths); err != nil {
 		return nil, err
+	}
+	switch cfg.ModelAPI {
+	case "":
+	case AnthropicMessages, OpenAIResponses:
+		limit := cfg.WireLimit
+		if limit <= 0 {
+			limit = DefaultWireLimit
+		}
+		p.wire = newWire(cfg.ModelAPI, limit)
+	default:
+		return nil, exit.Refuse(RefuseModelAPIUnknown, "--model-api %q is not one of %s (Claude Code) and %s (Codex)", cfg.ModelAPI, AnthropicMessages, OpenAIResponses)
+	}
+	switch cfg.Credentials {
+	case "", AttachToken:
+		p.cfg.Credentials = AttachToken
+		if p.tokens, err = newTokens(cfg.Token, cfg.LookupEnv); err != nil {
+			return nil, err
+		}
+	case PassThrough, NoCredential:
+		if given := cfg.Token.Given(); len(given) > 0 {
+			what := "the child's own key goes upstream unchanged"
+			if cfg.Credentials == NoCredential {
+				what = "the child's key is taken out and none is attached"
+			}
+			return nil, exit.Refuse(RefuseTokenNotUsed, "%s was given, but under --child-key %s the proxy attaches no token (%s); give no token source, or attach the token (--child-key %s)",
+				strings.Join(given, " and "), cfg.Credentials, what, AttachToken)
+		}
+	default:
+		return nil, exit.Refuse(RefuseCredentialsUnknown, "--child-key %q is not one of %s (the child's key is the placeholder), %s (its own key goes upstream) and %s (nothing goes upstream)", cfg.Credentials, AttachToken, PassThrough, NoCredential)
 	}
 	ph, err := newPlaceholder(cfg.RunID)
 	if err != nil {
@@ -225,21 +266,37 @@ func (p *Proxy) Counters() Counters {
 	return c
 }
 
+// Wire is the proxy's view of what the model emitted, nil when the proxy
+// was given no model API (Config.ModelAPI).
+func (p *Proxy) Wire() *Wire { return p.wire }
+
 // secrets is what records and logs are scrubbed of.
 func (p *Proxy) secrets() []string {
+	if p.tokens == nil {
+		return []string{string(p.placeholder)}
+	}
 	return append(p.tokens.remembered(), string(p.placeholder))
 }
 
+// ownCredential reports whether the child's credential headers are its
+// own (PassThrough, NoCredential), so that only RunHeader proves it.
+func (p *Proxy) ownCredential() bool {
+	return p.cfg.Credentials == PassThrough || p.cfg.Credentials == NoCredential
+}
+
 // authorized reports whether h carries this run's placeholder, and why not.
-// Every credential header present must hold it.
+// Every header that proves the child present must hold it: RunHeader, and
+// when the proxy attaches the token, x-api-key and Authorization too.
 func (p *Proxy) authorized(h http.Header) (bool, string) {
-	var got []string
-	got = append(got, h.Values("X-Api-Key")...)
-	for _, a := range h.Values("Authorization") {
-		if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
-			return false, RefusedWrongPlaceholder // another scheme, or none
+	got := h.Values(RunHeader)
+	if !p.ownCredential() {
+		got = append(got, h.Values("X-Api-Key")...)
+		for _, a := range h.Values("Authorization") {
+			if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
+				return false, RefusedWrongPlaceholder // another scheme, or none
+			}
+			got = append(got, a[7:])
 		}
-		got = append(got, a[7:])
 	}
 	if len(got) == 0 {
 		return false, RefusedNoPlaceholder

@@ -131,10 +131,9 @@ type sniffer struct {
 	stream bool   // an event stream: look at its error events
 	body   []byte // an error answer: its first maxSniff bytes
 
-	// The event stream's state: the line being read while it may matter,
-	// the current event's name, and the data of an error event.
-	line  []byte
-	skip  bool
+	// The event stream's state: its lines, the current event's name, and
+	// the data of an error event.
+	lines lineSplitter
 	event string
 	data  []byte
 	found string
@@ -143,11 +142,15 @@ type sniffer struct {
 // newSniffer is the sniffer for a response, or nil when the response can
 // carry no quota error (a success that is not an event stream).
 func newSniffer(resp *http.Response) *sniffer {
-	stream := strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream")
+	stream := isEventStream(resp.Header)
 	if resp.StatusCode < 400 && !stream {
 		return nil
 	}
 	return &sniffer{stream: stream && resp.StatusCode < 400}
+}
+
+func isEventStream(h http.Header) bool {
+	return strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
 }
 
 // write looks at one chunk of the body.
@@ -158,27 +161,15 @@ func (s *sniffer) write(b []byte) {
 		}
 		return
 	}
-	for len(b) > 0 && s.found == "" {
-		i := bytes.IndexByte(b, '\n')
-		part := b
-		if i >= 0 {
-			part = b[:i]
-		}
-		if !s.skip {
-			s.line = append(s.line, part...)
-			if len(s.line) > maxSniff || len(s.line) >= decideAfter && !s.mayMatter(s.line) {
-				s.line, s.skip = s.line[:0], true
-			}
-		}
-		if i < 0 {
-			return
-		}
-		if !s.skip {
-			s.endLine(bytes.TrimSuffix(s.line, []byte("\r")))
-		}
-		s.line, s.skip = s.line[:0], false
-		b = b[i+1:]
+	if s.found == "" {
+		s.lines.write(b, s)
 	}
+}
+
+// keep holds a line while it may be part of an error event, and never
+// more than maxSniff bytes of it.
+func (s *sniffer) keep(line []byte) bool {
+	return s.found == "" && len(line) <= maxSniff && (len(line) < decideAfter || s.mayMatter(line))
 }
 
 // decideAfter is how much of a line tells whether it may matter:
@@ -215,8 +206,8 @@ func errorData(d []byte) bool {
 	return false
 }
 
-// endLine takes one whole line of the stream (only lines that may matter).
-func (s *sniffer) endLine(line []byte) {
+// line takes one whole line of the stream (only lines that may matter).
+func (s *sniffer) line(line []byte) {
 	switch {
 	case len(line) == 0:
 		s.dispatch()
@@ -235,7 +226,7 @@ func (s *sniffer) endLine(line []byte) {
 
 // dispatch ends one event.
 func (s *sniffer) dispatch() {
-	if len(s.data) > 0 {
+	if s.found == "" && len(s.data) > 0 {
 		s.found = quotaType(s.data)
 	}
 	s.event, s.data = "", s.data[:0]
@@ -245,8 +236,8 @@ func (s *sniffer) dispatch() {
 // quota error. status and h are the response's.
 func (s *sniffer) quota(status int, h http.Header) *Quota {
 	if s.stream {
-		if s.found == "" && !s.skip && len(s.line) > 0 {
-			s.endLine(s.line) // a last line with no newline
+		if s.found == "" {
+			s.lines.end(s) // a last line with no newline
 		}
 		if s.found == "" {
 			s.dispatch() // a last event with no blank line

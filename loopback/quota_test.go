@@ -114,8 +114,8 @@ func FuzzQuotaSniffer(f *testing.F) {
 		step := int(cut) + 1
 		for i := 0; i < len(body); i += step {
 			pieces.write(body[i:min(i+step, len(body))])
-			if len(pieces.line) > maxSniff || len(pieces.data) > maxSniff || len(pieces.body) > maxSniff {
-				t.Fatalf("the sniffer holds %d/%d/%d bytes", len(pieces.line), len(pieces.data), len(pieces.body))
+			if len(pieces.lines.buf) > maxSniff || len(pieces.data) > maxSniff || len(pieces.body) > maxSniff {
+				t.Fatalf("the sniffer holds %d/%d/%d bytes", len(pieces.lines.buf), len(pieces.data), len(pieces.body))
 			}
 		}
 		a, b := whole.quota(429, http.Header{}), pieces.quota(429, http.Header{})

@@ -22,7 +22,7 @@ const (
 
 // Refusal reasons a Record carries.
 const (
-	RefusedNoPlaceholder    = "no-placeholder"    // no x-api-key or Authorization: Bearer
+	RefusedNoPlaceholder    = "no-placeholder"    // no x-api-key, Authorization: Bearer or RunHeader (under PassThrough and NoCredential: no RunHeader)
 	RefusedWrongPlaceholder = "wrong-placeholder" // a credential that is not this run's placeholder
 	RefusedEgress           = "egress-not-allowed"
 	RefusedEgressPlainHTTP  = "egress-plain-http" // an allowed host, but over http to a non-loopback host
@@ -32,6 +32,9 @@ const (
 	// RefusedPlaceholderInURL: the placeholder in the path or query, which
 	// is never forwarded.
 	RefusedPlaceholderInURL = "placeholder-in-url"
+	// RefusedPathNotAllowed: a method and path not on the allowlist
+	// (Config.AllowPaths): the token goes only where the model API is.
+	RefusedPathNotAllowed = "path-not-allowed"
 )
 
 // Errors a Record carries (the code, then ": " and a scrubbed detail).
@@ -88,7 +91,7 @@ type Counters struct {
 	Forwarded       uint64 `json:"forwarded"` // reverse requests sent upstream
 	RefusedAuth     uint64 `json:"refused_auth"`
 	RefusedEgress   uint64 `json:"refused_egress"`
-	RefusedRequest  uint64 `json:"refused_request"` // a path or query refused before forwarding
+	RefusedRequest  uint64 `json:"refused_request"` // a path or query refused before forwarding, or a path not allowed
 	EgressAllowed   uint64 `json:"egress_allowed"`
 	RefreshRetried  uint64 `json:"refresh_and_retry"`
 	RefreshFailed   uint64 `json:"refresh_failed"`
@@ -140,7 +143,7 @@ func (rc *recorder) finish(r *Record) {
 	switch {
 	case r.Refused == RefusedNoPlaceholder || r.Refused == RefusedWrongPlaceholder:
 		c.RefusedAuth++
-	case r.Refused == RefusedPathDotSegment || r.Refused == RefusedPlaceholderInURL:
+	case r.Refused == RefusedPathDotSegment || r.Refused == RefusedPlaceholderInURL || r.Refused == RefusedPathNotAllowed:
 		c.RefusedRequest++
 	case r.Refused != "":
 		c.RefusedEgress++

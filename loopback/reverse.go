@@ -55,16 +55,28 @@ func connectionNamed(h http.Header) map[string]bool {
 func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	rec := p.rec.begin(RouteReverse, r.Method, r.URL.Path)
 	defer p.rec.finish(rec) // also when the stream is aborted below
+	order := p.begun.Add(1)
 
 	if ok, why := p.authorized(r.Header); !ok {
 		rec.Refused, rec.Status = why, http.StatusUnauthorized
+		where := "x-api-key or Authorization: Bearer"
+		if p.ownCredential() {
+			where = RunHeader
+		}
 		writeError(w, http.StatusUnauthorized, "authentication_error", "metaharness_loopback_unauthorized",
-			"metaharness loopback: the request did not carry this run's placeholder in x-api-key or Authorization: Bearer; it was not forwarded")
+			"metaharness loopback: the request did not carry this run's placeholder in "+where+"; it was not forwarded")
 		return
 	}
 	if why, msg := p.checkTarget(r.URL); why != "" {
 		rec.Refused, rec.Status = why, http.StatusBadRequest
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "metaharness_loopback_bad_target", "metaharness loopback: "+msg+"; it was not forwarded")
+		return
+	}
+	if !p.pathAllowed(r) {
+		rec.Refused, rec.Status = RefusedPathNotAllowed, http.StatusForbidden
+		writeError(w, http.StatusForbidden, "permission_error", "metaharness_loopback_path_not_allowed", scrub(fmt.Sprintf(
+			"metaharness loopback: %s %s is not a request this run's model API takes (allowed: %s); it was not forwarded",
+			r.Method, r.URL.EscapedPath(), p.allowedPaths()), p.secrets()))
 		return
 	}
 	held, rest, err := holdBody(r)
@@ -88,9 +100,12 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 		rec.Scrubbed = append(rec.Scrubbed, "body")
 	}
 
-	used := p.tokens.current()
+	var used string
+	if p.tokens != nil {
+		used = p.tokens.current()
+	}
 	resp, err := p.tr.RoundTrip(p.outbound(r, used, held, rest))
-	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && p.tokens != nil {
 		resp, err = p.retryAfter401(r, rec, resp, used, held, rest != nil)
 	}
 	rec.BytesIn = sent.Load()
@@ -107,6 +122,9 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	ws := p.wire.begin(order, rec.Start, r.Method, scrub(r.URL.Path, p.secrets()), resp)
+	whole := false
+	defer func() { ws.end(whole) }() // also when the stream is aborted
 	rec.UpstreamStatus = resp.StatusCode
 	copyResponseHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
@@ -116,7 +134,7 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 		_ = rc.Flush() // a stream: the client sees the status before the first event
 	}
 	sn := newSniffer(resp)
-	p.stream(r, w, rc, resp.Body, rec, sn)
+	whole = p.stream(r, w, rc, resp.Body, rec, sn, ws)
 	if sn != nil {
 		rec.Quota = sn.quota(resp.StatusCode, resp.Header)
 	}
@@ -124,16 +142,19 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 }
 
 // stream copies the upstream body to the client, flushing every chunk as it
-// arrives, and shows each chunk to sn (when not nil) after relaying it. An
-// upstream that breaks off mid-body aborts the client's connection too, so
-// the client sees a cut stream rather than a clean end.
-func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, body io.Reader, rec *Record, sn *sniffer) {
+// arrives, and shows each chunk to sn and ws (when not nil) after relaying
+// it, so that neither is on the client's path. It reports whether the
+// upstream's body ended whole. An upstream that breaks off mid-body aborts
+// the client's connection too, so the client sees a cut stream rather than
+// a clean end.
+func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.ResponseController, body io.Reader, rec *Record, sn *sniffer, ws *wireStream) bool {
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
 	buf := *bp
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
+			ws.relay(n) // before the client can see it: Settle waits for it
 			m, werr := w.Write(buf[:n])
 			rec.BytesOut += int64(m)
 			if werr == nil {
@@ -142,18 +163,19 @@ func (p *Proxy) stream(r *http.Request, w http.ResponseWriter, rc *http.Response
 			if sn != nil {
 				sn.write(buf[:n])
 			}
+			ws.write(buf[:n])
 			if werr != nil {
 				rec.Error = ErrClientGone + ": " + werr.Error()
-				return
+				return false
 			}
 		}
 		switch {
 		case rerr == nil:
 		case errors.Is(rerr, io.EOF):
-			return
+			return true
 		case r.Context().Err() != nil:
 			rec.Error = ErrClientGone + ": " + rerr.Error()
-			return
+			return false
 		default:
 			rec.Error = ErrUpstreamReset + ": " + rerr.Error()
 			panic(http.ErrAbortHandler)
@@ -236,22 +258,53 @@ func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Rea
 		out.Body, _ = out.GetBody()
 	}
 	named := connectionNamed(r.Header)
+	passed := p.cfg.Credentials == PassThrough
 	for k, vs := range r.Header {
 		// Expect was answered here, when the body was read.
-		if hopByHop[k] || named[k] || credentialHeader(k) || k == "Expect" || p.carriesPlaceholder(vs) {
+		if hopByHop[k] || named[k] || k == RunHeader || credentialHeader(k) && !passed || k == "Expect" || p.carriesPlaceholder(vs) {
 			continue
 		}
 		out.Header[k] = vs
 	}
-	if p.cfg.Header == BearerHeader {
+	switch {
+	case p.tokens == nil: // the child's own credential, or none
+	case p.cfg.Header == BearerHeader:
 		out.Header.Set("Authorization", "Bearer "+token)
-	} else {
+	default:
 		out.Header.Set("X-Api-Key", token)
+	}
+	if p.wire != nil {
+		out.Header.Set("Accept-Encoding", "identity") // the view reads what it relays
 	}
 	return out.WithContext(r.Context())
 }
 
 func credentialHeader(k string) bool { return k == "Authorization" || k == "X-Api-Key" }
+
+// pathAllowed reports whether r is on the allowlist (an empty one allows
+// every path). The path is compared as it goes upstream, escaped, so that
+// an encoding of an allowed path is not taken for it.
+func (p *Proxy) pathAllowed(r *http.Request) bool {
+	if len(p.paths) == 0 {
+		return true
+	}
+	ep := r.URL.EscapedPath()
+	for _, rule := range p.paths {
+		if r.Method == rule.method && ep == rule.path {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedPaths spells the allowlist for a refusal.
+func (p *Proxy) allowedPaths() string {
+	var out []string
+	for _, rule := range p.paths {
+		out = append(out, rule.method+" "+rule.path)
+	}
+	return strings.Join(out, ", ")
+}
 
 // carriesPlaceholder catches the placeholder smuggled in another header
 // (a custom header, say): it must never reach the upstream.
@@ -265,11 +318,13 @@ func (p *Proxy) carriesPlaceholder(vs []string) bool {
 }
 
 // scrubbedHeaders names, sorted, the headers outbound drops because they
-// carry the placeholder, for the record.
+// carry the placeholder where the child was not meant to put it, for the
+// record.
 func (p *Proxy) scrubbedHeaders(h http.Header) []string {
 	var out []string
 	for k, vs := range h {
-		if !credentialHeader(k) && p.carriesPlaceholder(vs) {
+		meant := k == RunHeader || credentialHeader(k) && !p.ownCredential()
+		if !meant && p.carriesPlaceholder(vs) {
 			out = append(out, "header "+k)
 		}
 	}
@@ -292,21 +347,76 @@ func (p *Proxy) holdsPlaceholder(s string) bool {
 }
 
 // checkTarget refuses what the reverse endpoint must not forward, and says
-// why: a "." or ".." segment in the path, however encoded (a backslash
-// counted as a separator, as some servers do), which could climb out of
+// why: a dot segment in the path (hasDotSegment), which could climb out of
 // the upstream's path prefix with the real token attached; and the
 // placeholder anywhere in the path or query.
 func (p *Proxy) checkTarget(u *url.URL) (refused, msg string) {
-	segments := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' || r == '\\' })
-	for _, seg := range segments {
-		if seg == "." || seg == ".." {
-			return RefusedPathDotSegment, "the request path has a . or .. segment, which could leave the upstream's path prefix"
-		}
+	if hasDotSegment(u.Path) {
+		return RefusedPathDotSegment, "the request path has a . or .. segment (however encoded, or with a ;parameter), which could leave the upstream's path prefix"
 	}
 	if p.holdsPlaceholder(u.Path) || p.holdsPlaceholder(u.RawPath) || p.holdsPlaceholder(u.RawQuery) {
 		return RefusedPlaceholderInURL, "the request's path or query carries this run's placeholder, which never leaves this machine"
 	}
 	return "", ""
+}
+
+// maxDecodes bounds how often hasDotSegment percent-decodes a path.
+const maxDecodes = 4
+
+// hasDotSegment reports whether a path (already decoded once, as
+// url.URL.Path is) has a "." or ".." segment as some server behind the
+// upstream could read it: percent-decoded again and again (%252e%252e),
+// with a backslash taken for a separator, or with a ;parameter after the
+// dots (..;x, as servlet containers read it). A path still encoded after
+// maxDecodes rounds counts as one too: nothing the model APIs take is.
+func hasDotSegment(path string) bool {
+	for round := 0; ; round++ {
+		for _, seg := range strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == '\\' }) {
+			if name, _, _ := strings.Cut(seg, ";"); name == "." || name == ".." {
+				return true
+			}
+		}
+		next, changed := percentDecode(path)
+		if !changed {
+			return false
+		}
+		if round == maxDecodes {
+			return true
+		}
+		path = next
+	}
+}
+
+// percentDecode decodes each well-formed %XX of s, leaving anything else
+// as it is, and reports whether it decoded one.
+func percentDecode(s string) (string, bool) {
+	if !strings.Contains(s, "%") {
+		return s, false
+	}
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			changed = true
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String(), changed
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 func copyResponseHeader(dst, src http.Header) {

@@ -318,6 +318,14 @@ func TestRetriesOnceAfter401WithNewToken(t *testing.T) {
 	}
 }
 
+// refusalWords are what the newer refusals must say, besides their name.
+var refusalWords = map[exit.Name]string{
+	RefuseModelAPIUnknown:    `is not one of anthropic-messages (Claude Code) and openai-responses (Codex)`,
+	RefuseAllowPathMalformed: `; give METHOD /PATH, for example "POST /v1/messages"`,
+	RefuseCredentialsUnknown: `--child-key "bearer" is not one of attach (the child's key is the placeholder), pass-through`,
+	RefuseTokenNotUsed:       `--token-env TOK was given, but under --child-key`,
+}
+
 // TestRefusals: every refusal New and Start make, by name.
 func TestRefusals(t *testing.T) {
 	dir := t.TempDir()
@@ -357,6 +365,19 @@ func TestRefusals(t *testing.T) {
 		{"two token sources", Config{Token: TokenSource{Env: "TOK", File: empty}}, RefuseTokenSourceAmbiguous},
 		{"egress with scheme", Config{AllowEgress: []string{"https://example.com/"}}, RefuseEgressHostMalformed},
 		{"egress bad port", Config{AllowEgress: []string{"example.com:0"}}, RefuseEgressHostMalformed},
+		{"model api unknown", Config{ModelAPI: "openai-chat"}, RefuseModelAPIUnknown},
+		{"allow path without method", Config{AllowPaths: []string{"/v1/messages"}}, RefuseAllowPathMalformed},
+		{"allow path lower-case method", Config{AllowPaths: []string{"post /v1/messages"}}, RefuseAllowPathMalformed},
+		{"allow path two spaces", Config{AllowPaths: []string{"POST  /v1/messages"}}, RefuseAllowPathMalformed},
+		{"allow path relative", Config{AllowPaths: []string{"POST v1/messages"}}, RefuseAllowPathMalformed},
+		{"allow path query", Config{AllowPaths: []string{"POST /v1/messages?beta=true"}}, RefuseAllowPathMalformed},
+		{"allow path escape", Config{AllowPaths: []string{"POST /v1/%6dessages"}}, RefuseAllowPathMalformed},
+		{"allow path dot segment", Config{AllowPaths: []string{"POST /v1/../admin"}}, RefuseAllowPathMalformed},
+		{"allow path ;parameter dot segment", Config{AllowPaths: []string{"POST /v1/..;x/admin"}}, RefuseAllowPathMalformed},
+		{"allow path to escape", Config{AllowPaths: []string{"POST /v1/mess\u00e4ges"}}, RefuseAllowPathMalformed},
+		{"credentials unknown", Config{Credentials: "bearer"}, RefuseCredentialsUnknown},
+		{"token under pass-through", Config{Credentials: PassThrough}, RefuseTokenNotUsed},
+		{"token under none", Config{Credentials: NoCredential}, RefuseTokenNotUsed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,6 +396,9 @@ func TestRefusals(t *testing.T) {
 			}
 			if strings.Contains(r.Message, realToken) {
 				t.Fatalf("the refusal shows the token: %s", r.Message)
+			}
+			if msg, ok := refusalWords[r.Name]; ok && !strings.Contains(r.Message, msg) {
+				t.Fatalf("refusal %s: %q does not say %q", r.Name, r.Message, msg)
 			}
 		})
 	}

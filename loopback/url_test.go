@@ -74,6 +74,14 @@ func TestRefusesDotSegments(t *testing.T) {
 		"/v1/%2E%2E%2Fadmin",
 		"/v1/..%2fadmin",
 		`/v1/..\admin`,
+		"/%252e%252e/admin",
+		"/v1/%252E%252e%252fadmin",
+		"/v1/%25252e%25252e/admin",
+		"/v1/..;/admin",
+		"/v1/.;x/messages",
+		"/v1/%2e%2e;jsessionid=1/admin",
+		"/v1/%252e%252e%253bx/admin",
+		"/v1/%25" + strings.Repeat("25", 6) + "2e", // deeper than the bound
 	} {
 		if got := rawRequest(t, p, target, hdr); got != http.StatusBadRequest {
 			t.Errorf("%s: status %d, want 400", target, got)
@@ -82,9 +90,12 @@ func TestRefusesDotSegments(t *testing.T) {
 	if got := rawRequest(t, p, "/v1/messages..x/.hidden", hdr); got != http.StatusOK {
 		t.Errorf("a segment that merely holds dots: status %d, want 200", got)
 	}
+	if got := rawRequest(t, p, "/v1/a;..", hdr); got != http.StatusOK {
+		t.Errorf("dots in a ;parameter: status %d, want 200", got)
+	}
 	_ = p.Close()
-	if seen := up.requests(); len(seen) != 1 || !strings.HasPrefix(seen[0], "POST /s/abc/v1/messages..x/.hidden\n") {
-		t.Fatalf("the upstream saw %q, want only the one clean path", seen)
+	if seen := up.requests(); len(seen) != 2 || !strings.HasPrefix(seen[0], "POST /s/abc/v1/messages..x/.hidden\n") {
+		t.Fatalf("the upstream saw %q, want only the two clean paths", seen)
 	}
 	var refused int
 	for _, r := range p.Records() {
@@ -92,7 +103,7 @@ func TestRefusesDotSegments(t *testing.T) {
 			refused++
 		}
 	}
-	if c := p.Counters(); refused != 8 || c.RefusedRequest != 8 || c.Forwarded != 1 {
+	if c := p.Counters(); refused != 16 || c.RefusedRequest != 16 || c.Forwarded != 2 {
 		t.Fatalf("%d records refused %s, counters %+v", refused, RefusedPathDotSegment, c)
 	}
 }
@@ -165,5 +176,58 @@ func TestPlaceholderInBodyReplaced(t *testing.T) {
 	}
 	if r := p.Records()[0]; strings.Join(r.Scrubbed, ",") != "body" {
 		t.Fatalf("record %+v", r)
+	}
+}
+
+// TestAllowPaths: with an allowlist, the key goes only with the requests
+// on it (any query): every other method or path, an encoding of an
+// allowed one included, is answered 403, recorded and counted, and never
+// forwarded.
+func TestAllowPaths(t *testing.T) {
+	up := &upstreamLog{}
+	srv := httptest.NewServer(up)
+	defer srv.Close()
+	p := start(t, srv.URL+"/s/abc", func(c *Config) { c.AllowPaths = ModelAPIPaths(AnthropicMessages) })
+	hdr := map[string]string{"x-api-key": p.Placeholder()}
+	c := newClient(t)
+	if status, _ := send(t, c, p, "POST", "/v1/messages?beta=true", hdr, `{}`); status != http.StatusOK {
+		t.Fatalf("the allowed request: status %d", status)
+	}
+	refused := []struct{ method, target string }{
+		{"GET", "/v1/files"}, {"GET", "/v1/models"}, {"PUT", "/v1/organizations/x"}, {"GET", "/admin"},
+		{"GET", "/v1/messages"}, {"POST", "/v1/messages/"}, {"POST", "/v1/messages/count_tokens"},
+		{"POST", "/v1/%6dessages"}, {"POST", "//v1/messages"}, {"POST", "/V1/messages"}, {"post", "/v1/messages"},
+	}
+	for _, r := range refused {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(p.BaseURL(), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", r.method, r.target, p.Placeholder())
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", r.method, r.target, err)
+		}
+		var b strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(b.String(), "metaharness loopback: "+r.method+" ") ||
+			!strings.Contains(b.String(), "(allowed: POST /v1/messages); it was not forwarded") || !strings.Contains(b.String(), `"type":"permission_error"`) {
+			t.Errorf("%s %s: status %d body %s", r.method, r.target, resp.StatusCode, b.String())
+		}
+	}
+	_ = p.Close()
+	if seen := up.requests(); len(seen) != 1 || !strings.HasPrefix(seen[0], "POST /s/abc/v1/messages?beta=true\n") {
+		t.Fatalf("the upstream saw %q", seen)
+	}
+	var n int
+	for _, r := range p.Records() {
+		if r.Refused == RefusedPathNotAllowed && r.Status == http.StatusForbidden && r.UpstreamStatus == 0 {
+			n++
+		}
+	}
+	if c := p.Counters(); n != len(refused) || c.RefusedRequest != uint64(len(refused)) || c.Forwarded != 1 {
+		t.Fatalf("%d records refused %s, counters %+v", n, RefusedPathNotAllowed, c)
 	}
 }

@@ -21,12 +21,15 @@ import (
 type loopbackCmd struct {
 	Upstream     string   `required:"" placeholder:"URL" help:"The model API root: https (or http on a loopback host), e.g. https://api.anthropic.com. A path prefix is kept."`
 	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (Anthropic API key) or bearer (OpenAI)."`
+	ChildKey     string   `name:"child-key" placeholder:"MODE" help:"What becomes of the child's key: attach (default: its key is the placeholder, the real token is attached), pass-through (its own key goes upstream unchanged) or none (its key is taken out, nothing attached). Under pass-through and none the child proves it is yours with the placeholder in an X-Metaharness-Run header, and no token source is given."`
 	TokenEnv     string   `name:"token-env" placeholder:"NAME" help:"The environment variable holding the upstream's token."`
 	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
 	TokenFD      *int     `name:"token-fd" placeholder:"N" help:"An inherited descriptor (3 or above) carrying the upstream's token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
 	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
 	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
 	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
+	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code) or openai-responses (Codex). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's request: POST /v1/messages or POST /v1/responses."`
+	AllowPath    []string `name:"allow-path" sep:"none" placeholder:"'METHOD /PATH'" help:"A request the proxy forwards with the token, e.g. 'POST /v1/messages' (any query); repeatable. Every other one is answered 403. Default: all paths, or the --model-api's own."`
 }
 
 // loopbackStarted is the one line printed once the proxy listens: what an
@@ -52,13 +55,20 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	out := &lineWriter{enc: json.NewEncoder(e.stdout)}
+	paths := c.AllowPath
+	if len(paths) == 0 {
+		paths = loopback.ModelAPIPaths(c.ModelAPI)
+	}
 	p, err := loopback.New(loopback.Config{
 		Upstream:    c.Upstream,
 		Header:      loopback.HeaderStyle(c.UpstreamAuth),
+		Credentials: loopback.Credentials(c.ChildKey),
 		Token:       loopback.TokenSource{Env: c.TokenEnv, File: c.TokenFile, FD: c.TokenFD},
 		Listen:      c.Listen,
 		Unix:        c.Unix,
 		AllowEgress: c.AllowEgress,
+		ModelAPI:    c.ModelAPI,
+		AllowPaths:  paths,
 		RunID:       fmt.Sprintf("standalone-%d", os.Getpid()),
 		Logger:      e.log.Named("loopback"),
 		// A quota answer is news the embedder acts on now (it stops its
@@ -111,6 +121,11 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 
 	<-ctx.Done()
 	closeErr := p.Close()
+	if w := p.Wire(); w != nil {
+		if err := out.encode(map[string]loopback.WireStats{"wire": w.Stats()}); err != nil {
+			return exit.Refused, fmt.Errorf("writing the wire line to stdout: %w", err)
+		}
+	}
 	if err := out.encode(map[string]loopback.Counters{"counters": p.Counters()}); err != nil {
 		return exit.Refused, fmt.Errorf("writing the counters to stdout: %w", err)
 	}

@@ -228,3 +228,80 @@ func TestLoopbackVerbUnixSocket(t *testing.T) {
 	}
 	v.stop()
 }
+
+// TestLoopbackVerbModelAPI: with --model-api the verb forwards only the
+// API's own request (anything else is answered 403 and counted), reads
+// the model's answers, and prints the wire view's size before the
+// counters.
+func TestLoopbackVerbModelAPI(t *testing.T) {
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: []byte(`{"path":"a"}`)}},
+	}})
+	defer up.Close()
+	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", up.URL(), "--token-env", "MH_TOKEN", "--model-api", "anthropic-messages")
+	do := func(method, path string) int {
+		req, _ := http.NewRequest(method, v.started.BaseURL+path, strings.NewReader(`{"stream":true}`))
+		req.Header.Set("x-api-key", v.started.Placeholder)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := do("POST", "/v1/messages?beta=true"); got != 200 {
+		t.Fatalf("the model request: %d", got)
+	}
+	if got := do("GET", "/v1/models"); got != 403 {
+		t.Fatalf("another path: %d", got)
+	}
+	counters, tail := v.stop()
+	if counters.Forwarded != 1 || counters.RefusedRequest != 1 || len(up.Requests()) != 1 {
+		t.Fatalf("counters %+v, %d upstream requests", counters, len(up.Requests()))
+	}
+	lines := strings.Split(strings.TrimSpace(tail), "\n")
+	var w struct {
+		Wire *loopback.WireStats `json:"wire"`
+	}
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &w) != nil || w.Wire == nil ||
+		w.Wire.API != loopback.AnthropicMessages || w.Wire.Responses != 1 || w.Wire.ToolCalls != 1 || w.Wire.Overflow != 0 {
+		t.Fatalf("no wire line before the counters:\n%s", tail)
+	}
+}
+
+// TestLoopbackVerbPassThrough: with --child-key pass-through and no token
+// source, the child's own key goes upstream and the placeholder, in
+// X-Metaharness-Run, proves the child; without it nothing is forwarded.
+func TestLoopbackVerbPassThrough(t *testing.T) {
+	const own = "sk-own-key-of-the-embedder"
+	up := scripted.NewAnthropicServer(scripted.Texts("yours"))
+	defer up.Close()
+	v := startVerb(t, nil, "--upstream", up.URL(), "--child-key", "pass-through")
+	do := func(run string) int {
+		req, _ := http.NewRequest("POST", v.started.BaseURL+"/v1/messages", strings.NewReader(`{}`))
+		req.Header.Set("x-api-key", own)
+		if run != "" {
+			req.Header.Set(loopback.RunHeader, run)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := do(v.started.Placeholder); got != 200 {
+		t.Fatalf("with the run header: %d", got)
+	}
+	if got := do(""); got != 401 {
+		t.Fatalf("without it: %d", got)
+	}
+	counters, tail := v.stop()
+	if reqs := up.Requests(); counters.Forwarded != 1 || counters.RefusedAuth != 1 || len(reqs) != 1 ||
+		reqs[0].Credential() != own || reqs[0].Header.Get(loopback.RunHeader) != "" {
+		t.Fatalf("counters %+v, upstream %+v", counters, reqs)
+	}
+	v.assertNoSecrets(own, tail)
+}
