@@ -684,8 +684,9 @@ func (s *wireStream) line(l []byte) {
 			return
 		case len(s.data) == 0:
 			if q, ok := s.w.dialect.quick(s.event, val); ok {
-				s.quick = q
 				s.quickContent = append(s.quickContent[:0], q.content...)
+				q.content = nil // the line's bytes are the chunk's
+				s.quick = q
 				return
 			}
 		}
