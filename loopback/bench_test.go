@@ -119,3 +119,125 @@ func BenchmarkStream10MiB(b *testing.B) {
 		})
 	}
 }
+
+// wireStreams are the model streams the wire benchmarks read, by dialect.
+var wireStreams = []struct{ api, turn, long string }{
+	{AnthropicMessages, benchup.AnthropicTurn, benchup.AnthropicLong},
+	{OpenAIResponses, benchup.OpenAITurn, benchup.OpenAILong},
+}
+
+// BenchmarkWireParse: what reads a long model stream beside the relay, in
+// the 4 KiB chunks a TLS connection hands over: without a view the quota
+// sniffer, with one the view alone (it reads the error events in the
+// sniffer's place).
+func BenchmarkWireParse(b *testing.B) {
+	up := benchUpstream(b)
+	for _, s := range wireStreams {
+		resp, err := http.Post(up.URL+s.long, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		chunks := func(f func([]byte)) {
+			for i := 0; i < len(body); i += 4 << 10 {
+				f(body[i:min(i+4<<10, len(body))])
+			}
+		}
+		b.Run(s.api+"/sniffer", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				sn := newSniffer(resp)
+				chunks(sn.write)
+				sn.quota(200, resp.Header)
+			}
+		})
+		b.Run(s.api+"/view", func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				w := newWire(s.api, DefaultWireLimit)
+				ws := w.begin(1, time.Time{}, "POST", "/", &http.Response{StatusCode: 200, Header: resp.Header, ContentLength: -1})
+				chunks(func(c []byte) {
+					ws.relay(len(c))
+					ws.write(c)
+				})
+				ws.end(true)
+			}
+		})
+	}
+}
+
+// wirePair is this proxy without and with the wire view, for one dialect,
+// in front of the same upstream.
+func wirePair(b *testing.B, api string) []benchTarget {
+	up := benchUpstream(b)
+	off := start(b, up.URL, nil)
+	// A bound the iterations cannot reach: past it the view holds
+	// nothing more, and would cost less than it does in a run.
+	on := start(b, up.URL, func(c *Config) { c.ModelAPI, c.WireLimit = api, 1<<40 })
+	return []benchTarget{{"view-off", off.BaseURL(), off.Placeholder()}, {"view-on", on.BaseURL(), on.Placeholder()}}
+}
+
+// BenchmarkWireStream: a long model stream through the proxy, the wire
+// view off and on taken in turn in each iteration, so that the host's load
+// falls on both alike: off-MB/s, on-MB/s and their ratio on/off.
+func BenchmarkWireStream(b *testing.B) {
+	for _, s := range wireStreams {
+		pair := wirePair(b, s.api)
+		b.Run(s.api, func(b *testing.B) {
+			c := benchClient(b)
+			var took [2]time.Duration
+			var n int64
+			for i := 0; b.Loop(); i++ {
+				for j := range 2 {
+					t := pair[(i+j)%2]
+					start := time.Now()
+					resp := t.post(b, c, s.long)
+					m, err := io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err != nil {
+						b.Fatal(err)
+					}
+					took[(i+j)%2] += time.Since(start)
+					n = m
+				}
+			}
+			rate := func(d time.Duration) float64 { return float64(n) * float64(b.N) / d.Seconds() / 1e6 }
+			b.ReportMetric(rate(took[0]), "off-MB/s")
+			b.ReportMetric(rate(took[1]), "on-MB/s")
+			b.ReportMetric(rate(took[1])/rate(took[0]), "on/off")
+		})
+	}
+}
+
+// BenchmarkWireTurn: a model turn through the proxy, the view off and on
+// in turn: time to the first byte and to the end, each side's mean.
+func BenchmarkWireTurn(b *testing.B) {
+	for _, s := range wireStreams {
+		pair := wirePair(b, s.api)
+		b.Run(s.api, func(b *testing.B) {
+			c := benchClient(b)
+			var first, total [2]time.Duration
+			for i := 0; b.Loop(); i++ {
+				for j := range 2 {
+					k := (i + j) % 2
+					start := time.Now()
+					resp := pair[k].post(b, c, s.turn)
+					var one [1]byte
+					if _, err := io.ReadFull(resp.Body, one[:]); err != nil {
+						b.Fatal(err)
+					}
+					first[k] += time.Since(start)
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					total[k] += time.Since(start)
+				}
+			}
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+			b.ReportMetric(per(first[0]), "off-ttfb-ns")
+			b.ReportMetric(per(first[1]), "on-ttfb-ns")
+			b.ReportMetric(per(total[0]), "off-turn-ns")
+			b.ReportMetric(per(total[1]), "on-turn-ns")
+		})
+	}
+}

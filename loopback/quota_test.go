@@ -48,40 +48,48 @@ func TestQuotaRecorded(t *testing.T) {
 		{"json success mentioning quota", openAIQuota, "application/json", "", 200, nil},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if c.contentType != "" {
-					w.Header().Set("Content-Type", c.contentType)
+		api := AnthropicMessages
+		if strings.Contains(c.body, "response.") {
+			api = OpenAIResponses
+		}
+		// With a wire view, the view reads a stream's error events in
+		// the sniffer's place: the same quota either way.
+		for _, view := range []string{"", api} {
+			t.Run(c.name+"/view "+view, func(t *testing.T) {
+				up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if c.contentType != "" {
+						w.Header().Set("Content-Type", c.contentType)
+					}
+					if c.retryAfter != "" {
+						w.Header().Set("Retry-After", c.retryAfter)
+					}
+					w.WriteHeader(c.status)
+					// Byte by byte, so that every line is split across chunks.
+					for i := range len(c.body) {
+						_, _ = w.Write([]byte{c.body[i]})
+						w.(http.Flusher).Flush()
+					}
+				}))
+				defer up.Close()
+				p := start(t, up.URL, func(cfg *Config) { cfg.ModelAPI = view })
+				status, body := send(t, newClient(t), p, "POST", "/v1/messages", map[string]string{"x-api-key": p.Placeholder()}, `{}`)
+				if status != c.status || body != c.body {
+					t.Fatalf("the client got %d %q, want the upstream's answer unchanged", status, body)
 				}
-				if c.retryAfter != "" {
-					w.Header().Set("Retry-After", c.retryAfter)
+				_ = p.Close()
+				recs := p.Records()
+				if len(recs) != 1 {
+					t.Fatalf("%d records", len(recs))
 				}
-				w.WriteHeader(c.status)
-				// Byte by byte, so that every line is split across chunks.
-				for i := range len(c.body) {
-					_, _ = w.Write([]byte{c.body[i]})
-					w.(http.Flusher).Flush()
+				got := recs[0].Quota
+				if d := cmp.Diff(c.want, got); d != "" {
+					t.Fatalf("quota (-want +got):\n%s", d)
 				}
-			}))
-			defer up.Close()
-			p := start(t, up.URL, nil)
-			status, body := send(t, newClient(t), p, "POST", "/v1/messages", map[string]string{"x-api-key": p.Placeholder()}, `{}`)
-			if status != c.status || body != c.body {
-				t.Fatalf("the client got %d %q, want the upstream's answer unchanged", status, body)
-			}
-			_ = p.Close()
-			recs := p.Records()
-			if len(recs) != 1 {
-				t.Fatalf("%d records", len(recs))
-			}
-			got := recs[0].Quota
-			if d := cmp.Diff(c.want, got); d != "" {
-				t.Fatalf("quota (-want +got):\n%s", d)
-			}
-			if n := p.Counters().UpstreamQuota; (n == 1) != (c.want != nil) {
-				t.Fatalf("upstream_quota counter %d", n)
-			}
-		})
+				if n := p.Counters().UpstreamQuota; (n == 1) != (c.want != nil) {
+					t.Fatalf("upstream_quota counter %d", n)
+				}
+			})
+		}
 	}
 }
 

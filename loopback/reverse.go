@@ -124,7 +124,7 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	ws := p.wire.begin(order, rec.Start, r.Method, scrub(r.URL.Path, p.secrets()), resp)
 	whole := false
-	defer func() { ws.end(whole) }() // also when the stream is aborted
+	defer func() { ws.end(whole) }() // when the stream is aborted (a second end does nothing)
 	rec.UpstreamStatus = resp.StatusCode
 	copyResponseHeader(w.Header(), resp.Header)
 	w.WriteHeader(resp.StatusCode)
@@ -134,9 +134,16 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 		_ = rc.Flush() // a stream: the client sees the status before the first event
 	}
 	sn := newSniffer(resp)
+	if ws.readsEvents() {
+		sn = nil // the view reads the error events itself: one pass over the stream
+	}
 	whole = p.stream(r, w, rc, resp.Body, rec, sn, ws)
-	if sn != nil {
+	ws.end(whole)
+	switch {
+	case sn != nil:
 		rec.Quota = sn.quota(resp.StatusCode, resp.Header)
+	case ws.readsEvents():
+		rec.Quota = ws.quota(resp.StatusCode, resp.Header)
 	}
 	rec.BytesIn = sent.Load()
 }

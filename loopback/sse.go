@@ -32,14 +32,14 @@ func (l *lineSplitter) write(b []byte, sink lineSink) {
 		case l.skip:
 		case len(l.buf) == 0 && i >= 0:
 			if sink.keep(part) {
-				sink.line(bytes.TrimSuffix(part, []byte("\r")))
+				sink.line(trimCR(part))
 			}
 		default:
 			l.buf = append(l.buf, part...)
 			if !sink.keep(l.buf) {
 				l.buf, l.skip = l.buf[:0], true
 			} else if i >= 0 {
-				sink.line(bytes.TrimSuffix(l.buf, []byte("\r")))
+				sink.line(trimCR(l.buf))
 			}
 		}
 		if i < 0 {
@@ -53,17 +53,14 @@ func (l *lineSplitter) write(b []byte, sink lineSink) {
 // end hands over a last line that had no LF, once the stream is over.
 func (l *lineSplitter) end(sink lineSink) {
 	if !l.skip && len(l.buf) > 0 {
-		sink.line(bytes.TrimSuffix(l.buf, []byte("\r")))
+		sink.line(trimCR(l.buf))
 	}
 	l.buf, l.skip = nil, false
 }
 
-// sseField splits an event stream line into its field name and value (one
-// leading space of the value dropped, as the format says).
-func sseField(line []byte) (name, value []byte) {
-	name, value, ok := bytes.Cut(line, []byte(":"))
-	if !ok {
-		return line, nil
+func trimCR(l []byte) []byte {
+	if n := len(l); n > 0 && l[n-1] == '\r' {
+		return l[:n-1]
 	}
-	return name, bytes.TrimPrefix(value, []byte(" "))
+	return l
 }

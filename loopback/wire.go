@@ -352,12 +352,31 @@ func (w *Wire) Stats() WireStats {
 		Held: w.held.Load(), Limit: w.limit, Overflow: w.overflow.Load()}
 }
 
-// take reserves n bytes of the bound; false, and n counted as overflow,
-// when they do not fit.
-func (w *Wire) take(n int) bool {
-	if w.held.Add(int64(n)) > w.limit {
-		w.held.Add(-int64(n))
-		w.overflow.Add(int64(n))
+// reserve counts n bytes against the bound, if they fit.
+func (w *Wire) reserve(n int64) bool {
+	if w.held.Add(n) > w.limit {
+		w.held.Add(-n)
+		return false
+	}
+	return true
+}
+
+// reserveStep is how much of the bound a stream reserves at a time, so
+// that its many small pieces of content do not each touch the shared
+// count; what a stream has reserved and not used is let go at its end.
+const reserveStep = 64 << 10
+
+// take reserves n bytes of the bound for the stream's content; false, and
+// n counted as overflow, when they do not fit.
+func (s *wireStream) take(n int) bool {
+	switch m := int64(n); {
+	case m <= s.budget:
+		s.budget -= m
+	case s.w.reserve(max(m, reserveStep)):
+		s.budget += max(m, reserveStep) - m
+	case s.w.reserve(m): // the bound's last bytes
+	default:
+		s.w.overflow.Add(m)
 		return false
 	}
 	return true
@@ -379,6 +398,20 @@ type wireDialect interface {
 	event(s *wireStream, typ string, data []byte)
 	// body reads a whole JSON body into r's header fields and items.
 	body(r *Response, status int, doc []byte) error
+	// quick reads, on the hot path, the data line of an event of type ev
+	// that is a content delta in the API's exact shape, without gathering
+	// the event; false for anything else.
+	quick(ev string, data []byte) (quickDelta, bool)
+}
+
+// quickDelta is a content delta read from its data line: the block's
+// index, which content it is, and the content as escaped (valid only
+// while the line is).
+type quickDelta struct {
+	set     bool
+	index   int
+	kind    rawForm
+	content []byte
 }
 
 // Body modes.
@@ -402,15 +435,24 @@ type wireStream struct {
 	items  []wireItem
 	mode   int
 	length int64 // a JSON body's Content-Length, -1 unknown
+	budget int64 // bytes of the bound reserved and not used yet
 
 	// An event stream's state.
 	lines lineSplitter
 	event string // the current event's name
 	data  []byte // the current event's data
-	drop  bool   // the current event is too large to read
+	// The last event line's name and what the dialect made of it.
+	lastName, lastEvent string
+	// A delta read from its data line (wireDialect.quick), and its
+	// content, applied when the event ends.
+	quick        quickDelta
+	quickContent []byte
+	drop         bool // the current event is too large to read
 
 	body []byte // a JSON body, held until it is whole
 	read bool   // the JSON body has been read
+
+	quotaType string // the first quota error among the error events
 }
 
 // begin is the stream for a response the upstream has started, or nil
@@ -475,9 +517,10 @@ func (s *wireStream) write(b []byte) {
 	}
 }
 
-// end closes the stream: clean when the upstream's body ended whole.
+// end closes the stream: clean when the upstream's body ended whole. Only
+// the first call counts.
 func (s *wireStream) end(clean bool) {
-	if s == nil {
+	if s == nil || s.done.Load() {
 		return
 	}
 	s.mu.Lock()
@@ -505,6 +548,8 @@ func (s *wireStream) end(clean bool) {
 	default:
 		s.head.End = EndOther
 	}
+	s.w.held.Add(-s.budget)
+	s.budget = 0
 	s.mu.Unlock()
 	s.parsed.Store(s.relayed.Load())
 	s.done.Store(true)
@@ -514,13 +559,37 @@ func (s *wireStream) end(clean bool) {
 	s.w.signal()
 }
 
+// readsEvents reports whether the view reads this response's events,
+// which is then where its quota error is found (quota): the sniffer would
+// only split the same stream again.
+func (s *wireStream) readsEvents() bool {
+	return s != nil && s.mode == bodySSE && s.head.Status < 400
+}
+
+// errorEvent notes an error event of the stream for quota.
+func (s *wireStream) errorEvent(data []byte) {
+	if s.quotaType == "" && len(data) <= maxSniff {
+		s.quotaType = quotaType(data)
+	}
+}
+
+// quota is what the sniffer finds in an event stream: the first error
+// event that is a quota error (see Quota). status and h are the
+// response's; call it once the stream has ended.
+func (s *wireStream) quota(status int, h http.Header) *Quota {
+	if s.quotaType == "" {
+		return nil
+	}
+	return &Quota{Status: status, Type: s.quotaType, InStream: true, RetryAfter: retryAfter(h)}
+}
+
 // hold keeps a chunk of a JSON body, within the bound.
 func (s *wireStream) hold(b []byte) {
 	if s.head.Truncated {
 		s.w.overflow.Add(int64(len(b)))
 		return
 	}
-	if !s.w.take(len(b)) {
+	if !s.take(len(b)) {
 		s.head.Truncated = true
 		return
 	}
@@ -575,7 +644,7 @@ func (s *wireStream) keep(p []byte) bool {
 		if len(p) < len("data:") {
 			return strings.HasPrefix("data:", string(p))
 		}
-		if !bytes.HasPrefix(p, []byte("data:")) || s.drop || s.event == "-" {
+		if string(p[:5]) != "data:" || s.drop || s.event == "-" {
 			return false
 		}
 		if len(p)+len(s.data) > maxEvent {
@@ -588,7 +657,7 @@ func (s *wireStream) keep(p []byte) bool {
 		if len(p) < len("event:") {
 			return strings.HasPrefix("event:", string(p))
 		}
-		return len(p) <= 128 && bytes.HasPrefix(p, []byte("event:"))
+		return len(p) <= 128 && string(p[:6]) == "event:"
 	}
 	return false
 }
@@ -599,15 +668,40 @@ func (s *wireStream) line(l []byte) {
 		s.dispatch()
 		return
 	}
-	name, val := sseField(l)
-	switch string(name) {
-	case "event":
-		s.event = s.w.dialect.name(bytes.TrimSpace(val))
-	case "data":
+	// Field names compared as strings: the compiler does it inline.
+	if len(l) >= 5 && string(l[:5]) == "data:" {
+		val := l[5:]
+		if len(val) > 0 && val[0] == ' ' {
+			val = val[1:]
+		}
+		switch {
+		case s.quick.set:
+			// The first data line was a whole JSON object: more data can
+			// only be whitespace, or the event is no JSON a client reads.
+			if len(bytes.TrimSpace(val)) > 0 {
+				s.drop = true
+			}
+			return
+		case len(s.data) == 0:
+			if q, ok := s.w.dialect.quick(s.event, val); ok {
+				s.quickContent = append(s.quickContent[:0], q.content...)
+				q.content = nil // the line's bytes are the chunk's
+				s.quick = q
+				return
+			}
+		}
 		if len(s.data) > 0 {
 			s.data = append(s.data, '\n')
 		}
 		s.data = append(s.data, val...)
+		return
+	}
+	if len(l) >= 6 && string(l[:6]) == "event:" {
+		val := bytes.TrimSpace(l[6:])
+		if string(val) != s.lastName { // most events repeat the one before
+			s.lastEvent, s.lastName = s.w.dialect.name(val), string(val)
+		}
+		s.event = s.lastEvent
 	}
 }
 
@@ -615,11 +709,18 @@ func (s *wireStream) line(l []byte) {
 // the stream names none (both vendors' clients dispatch on the latter,
 // and the APIs send both alike).
 func (s *wireStream) dispatch() {
-	ev, data, drop := s.event, s.data, s.drop
-	s.event, s.data, s.drop = "", s.data[:0], false
+	ev, data, drop, q := s.event, s.data, s.drop, s.quick
+	s.event, s.data, s.drop, s.quick = "", s.data[:0], false, quickDelta{}
 	switch {
 	case drop:
 		s.head.Unreadable++
+		return
+	case q.set:
+		if it := s.block(q.index); it == nil {
+			s.unreadable()
+		} else if it.form == q.kind {
+			s.appendRaw(it, s.quickContent)
+		}
 		return
 	case len(data) == 0 || ev == "-":
 		return
@@ -668,7 +769,7 @@ func (s *wireStream) appendRaw(it *wireItem, b []byte) {
 		s.w.overflow.Add(int64(len(b)))
 		return
 	}
-	if !s.w.take(len(b)) {
+	if !s.take(len(b)) {
 		it.truncated, s.head.Truncated = true, true
 		return
 	}

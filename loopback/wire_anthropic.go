@@ -29,7 +29,7 @@ func knownName(names []string, ev []byte) string {
 
 func (anthropicDialect) event(s *wireStream, typ string, data []byte) {
 	switch typ {
-	case "content_block_delta": // the hot path: most events are these
+	case "content_block_delta": // deltas in another shape than quick reads
 		index, delta := -1, []byte(nil)
 		ok := members(data, func(k, v []byte) bool {
 			switch {
@@ -122,7 +122,60 @@ func (anthropicDialect) event(s *wireStream, typ string, data []byte) {
 		s.head.End = EndCompleted
 	case "error":
 		s.head.End, s.head.ErrorType = EndFailed, anthropicErrorType(data)
+		s.errorEvent(data)
 	}
+}
+
+// The exact shape the Messages API gives its text and input deltas, read
+// without walking them as objects; anything else takes the general path.
+const (
+	deltaHead  = `{"type":"content_block_delta","index":`
+	textDelta  = `,"delta":{"type":"text_delta","text":`
+	inputDelta = `,"delta":{"type":"input_json_delta","partial_json":`
+)
+
+// quick reads a text_delta or input_json_delta in the API's own shape:
+// most events of a stream are these.
+func (anthropicDialect) quick(ev string, d []byte) (quickDelta, bool) {
+	if ev != "content_block_delta" && ev != "" {
+		return quickDelta{}, false
+	}
+	index, kind, content, ok := fastDelta(d)
+	return quickDelta{set: ok, index: index, kind: kind, content: content}, ok
+}
+
+// fastDelta reads a text_delta or input_json_delta in the API's own shape:
+// the block's index, which content it is (rawText, rawInput) and the
+// content as escaped; ok is false for anything else.
+func fastDelta(d []byte) (index int, kind rawForm, content []byte, ok bool) {
+	if len(d) < len(deltaHead) || string(d[:len(deltaHead)]) != deltaHead {
+		return 0, 0, nil, false
+	}
+	rest := d[len(deltaHead):]
+	i := 0
+	for ; i < len(rest) && i < 9 && '0' <= rest[i] && rest[i] <= '9'; i++ {
+		index = index*10 + int(rest[i]-'0')
+	}
+	if i == 0 || i > 1 && rest[0] == '0' {
+		return 0, 0, nil, false
+	}
+	rest = rest[i:]
+	switch {
+	case len(rest) > len(textDelta) && string(rest[:len(textDelta)]) == textDelta:
+		kind, rest = rawText, rest[len(textDelta):]
+	case len(rest) > len(inputDelta) && string(rest[:len(inputDelta)]) == inputDelta:
+		kind, rest = rawInput, rest[len(inputDelta):]
+	default:
+		return 0, 0, nil, false
+	}
+	if rest[0] != '"' {
+		return 0, 0, nil, false
+	}
+	n := stringLen(rest)
+	if n < 0 || string(rest[n:]) != `}}` {
+		return 0, 0, nil, false
+	}
+	return index, kind, rest[1 : n-1], true
 }
 
 // anthropicBlockStart opens a content block.
@@ -171,7 +224,7 @@ func (s *wireStream) anthropicBlockStart(data []byte) {
 	case rawText:
 		s.appendRaw(&s.items[i], text)
 	case rawInput:
-		if len(input) > 0 && s.w.take(len(input)) {
+		if len(input) > 0 && s.take(len(input)) {
 			s.items[i].startInput = append([]byte(nil), input...)
 		}
 	}

@@ -21,6 +21,9 @@ var responsesEvents = []string{"response.created", "response.in_progress", "resp
 
 func (responsesDialect) name(ev []byte) string { return knownName(responsesEvents, ev) }
 
+// quick reads nothing: the deltas are not read at all.
+func (responsesDialect) quick(string, []byte) (quickDelta, bool) { return quickDelta{}, false }
+
 func (responsesDialect) event(s *wireStream, typ string, data []byte) {
 	var payload []byte // item or response
 	var code, etype string
@@ -44,6 +47,7 @@ func (responsesDialect) event(s *wireStream, typ string, data []byte) {
 		s.responsesItemDone(payload)
 	case "error":
 		s.head.End, s.head.ErrorType = EndFailed, cmp.Or(code, etype)
+		s.errorEvent(data)
 	default: // the response's own events
 		s.responsesHead(payload)
 		switch typ {
@@ -53,6 +57,7 @@ func (responsesDialect) event(s *wireStream, typ string, data []byte) {
 			s.head.End = EndIncomplete
 		case "response.failed":
 			s.head.End = EndFailed
+			s.errorEvent(data)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
@@ -118,8 +120,18 @@ func checkAfter(t *testing.T, v *verbRun, up *scripted.Server, w *childWatch, to
 	t.Logf("loopback counters: %+v", counters)
 	checkUpstream(t, up, token, v.started.Placeholder)
 	w.check(t, token, v.started.Placeholder, placeholderVar)
-	if counters.Forwarded == 0 || counters.RefusedAuth != 0 || counters.RefusedEgress != 0 {
+	if counters.Forwarded == 0 || counters.RefusedAuth != 0 || counters.RefusedEgress != 0 || counters.RefusedRequest != 0 {
 		t.Errorf("counters %+v", counters)
+	}
+	if lines := strings.Split(strings.TrimSpace(tail), "\n"); len(lines) > 1 {
+		// --model-api: the view read every answer the vendor was given.
+		var w struct {
+			Wire *loopback.WireStats `json:"wire"`
+		}
+		if json.Unmarshal([]byte(lines[len(lines)-2]), &w) != nil || w.Wire == nil || w.Wire.Responses != int(counters.Forwarded) || w.Wire.Overflow != 0 {
+			t.Errorf("the wire line does not account for the %d answers forwarded:\n%s", counters.Forwarded, tail)
+		}
+		t.Logf("wire: %+v", *w.Wire)
 	}
 	v.assertNoSecrets(token, tail)
 	if bytes.Contains(childOutput, []byte(token)) {
@@ -147,9 +159,10 @@ func checkUpstream(t *testing.T, up *scripted.Server, token, placeholder string)
 
 // TestLoopbackRealClaude: real Claude Code 2.1.328, holding only the
 // placeholder, completes a scripted turn through `metaharness loopback`, on
-// TCP (with the egress gate in its proxy variables) and on a unix socket.
+// TCP (with the egress gate in its proxy variables; with the wire view,
+// whose allowlist its requests all pass) and on a unix socket.
 func TestLoopbackRealClaude(t *testing.T) {
-	t.Run("tcp", func(t *testing.T) { claudeThroughVerb(t) })
+	t.Run("tcp", func(t *testing.T) { claudeThroughVerb(t, "--model-api", "anthropic-messages") })
 	t.Run("unix socket", func(t *testing.T) { claudeThroughVerb(t, "--unix", t.TempDir()+"/loopback.sock") })
 }
 
@@ -174,7 +187,8 @@ func claudeThroughVerb(t *testing.T, args ...string) {
 }
 
 // TestLoopbackRealCodex: real Codex 0.169.0, whose model provider's key is
-// the placeholder, completes a scripted turn through `metaharness loopback`.
+// the placeholder, completes a scripted turn through `metaharness loopback`
+// with the wire view, whose allowlist its requests all pass.
 func TestLoopbackRealCodex(t *testing.T) {
 	codex := vendortest.Binary(t, "codex")
 	tools := vendortest.Tools(t)
@@ -182,7 +196,8 @@ func TestLoopbackRealCodex(t *testing.T) {
 	w := newChildWatch()
 	up := scripted.NewOpenAIServer(scripted.Texts("DONE via loopback"), scripted.OnRequest(w.hook))
 	defer up.Close()
-	v := startVerb(t, []string{"MH_REAL_TOKEN=" + token}, "--upstream", up.URL(), "--token-env", "MH_REAL_TOKEN", "--upstream-auth", "bearer")
+	v := startVerb(t, []string{"MH_REAL_TOKEN=" + token}, "--upstream", up.URL(), "--token-env", "MH_REAL_TOKEN", "--upstream-auth", "bearer",
+		"--model-api", "openai-responses")
 	home := vendortest.NewHome(t)
 	mp := v.started.ModelProviders["codex"]
 	home.WriteCodexConfig(t, vendortest.CodexConfig(mp.ID, mp.Config))

@@ -6,8 +6,10 @@
 // small requests, SSE time to first byte, throughput of a 10 MiB streamed
 // body, and each proxy's peak RSS (each proxy runs in its own process so
 // that its peak is its own). Targets are measured in interleaved rounds so
-// that machine noise falls on all three alike. Run it with
-// scripts/bench-loopback; it sends nothing off 127.0.0.1.
+// that machine noise falls on all three alike. Then the wire view's cost
+// (wire.go): the proxy without and with a view, on each API's model
+// streams. Run it with scripts/bench-loopback; it sends nothing off
+// 127.0.0.1.
 package main
 
 import (
@@ -45,6 +47,9 @@ func main() {
 	small := flag.Int("small", 300, "small requests per target per round")
 	sse := flag.Int("sse", 60, "SSE first-byte samples per target per round")
 	big := flag.Int("big", 2, "10 MiB streams per target per round")
+	turns := flag.Int("turns", 40, "wire view: model turns per side, dialect and round")
+	long := flag.Int("long", 2, "wire view: long model streams per side, dialect and round")
+	wireSmall := flag.Int("wire-small", 100, "wire view: small requests per side, dialect and round")
 	flag.Parse()
 	if *serve != "" {
 		if err := serveProxy(*serve, *upstream); err != nil {
@@ -53,7 +58,7 @@ func main() {
 		}
 		return
 	}
-	if err := run(*rounds, *small, *sse, *big); err != nil {
+	if err := run(*rounds, *small, *sse, *big, *turns, *long, *wireSmall); err != nil {
 		fmt.Fprintln(os.Stderr, "loopbench:", err)
 		os.Exit(1)
 	}
@@ -71,7 +76,7 @@ type target struct {
 	rates  []float64 // bytes per second
 }
 
-func run(rounds, nSmall, nSSE, nBig int) error {
+func run(rounds, nSmall, nSSE, nBig, nTurn, nLong, nWireSmall int) error {
 	up, err := startUpstream()
 	if err != nil {
 		return err
@@ -127,7 +132,24 @@ func run(rounds, nSmall, nSSE, nBig int) error {
 		}
 	}
 	report(os.Stdout, targets, rounds*nSmall)
+	set, err := spawnSet("wire-set", up)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		_ = set[0].stdin.Close()
+		_ = set[0].child.Wait()
+	}()
+	if err := wireBench(os.Stdout, client, set, rounds, nTurn, nLong, nWireSmall); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stdout, "peak RSS of the process serving the four: %.1f MiB (the plain loopback's alone: %.1f MiB)\n", rssMiB(set[0]), rssMiB(targets[3]))
 	return nil
+}
+
+func rssMiB(t *target) float64 {
+	n, _ := peakRSS(t.child.Process.Pid)
+	return float64(n) / (1 << 20)
 }
 
 // do sends one request and reads the whole answer.
@@ -178,6 +200,16 @@ func startUpstream() (string, error) {
 
 // spawn starts this program again as one proxy and reads its address.
 func spawn(kind, upstream string) (*target, error) {
+	ts, err := spawnSet(kind, upstream)
+	if err != nil {
+		return nil, err
+	}
+	return ts[0], nil
+}
+
+// spawnSet starts this program again as one or more proxies (the wire
+// set: several in one process) and reads their addresses.
+func spawnSet(kind, upstream string) ([]*target, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -196,39 +228,74 @@ func spawn(kind, upstream string) (*target, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	var started struct {
-		Base        string `json:"base"`
-		Placeholder string `json:"placeholder"`
-	}
+	var started []served
 	line, err := bufio.NewReader(out).ReadBytes('\n')
 	if err == nil {
 		err = json.Unmarshal(line, &started)
+	}
+	if err == nil && len(started) == 0 {
+		err = fmt.Errorf("no address in %q", line)
 	}
 	if err != nil {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("starting the %s proxy: %w", kind, err)
 	}
-	h := http.Header{"X-Api-Key": {benchToken}}
-	if started.Placeholder != "" {
-		h = http.Header{"X-Api-Key": {started.Placeholder}}
+	var ts []*target
+	for _, s := range started {
+		h := http.Header{"X-Api-Key": {benchToken}}
+		if s.Placeholder != "" {
+			h = http.Header{"X-Api-Key": {s.Placeholder}}
+		}
+		ts = append(ts, &target{name: s.Name, base: s.Base, header: h, child: cmd, stdin: in})
 	}
-	return &target{name: kind, base: started.Base, header: h, child: cmd, stdin: in}, nil
+	return ts, nil
 }
 
-// serveProxy is the child: one proxy on 127.0.0.1 until stdin closes.
+// served is one proxy a child serves.
+type served struct {
+	Name        string `json:"name"`
+	Base        string `json:"base"`
+	Placeholder string `json:"placeholder"`
+}
+
+// startLoopback starts one loopback proxy, reading api's wire when set.
+func startLoopback(upstream, api string) (*loopback.Proxy, error) {
+	p, err := loopback.New(loopback.Config{Upstream: upstream, Token: loopback.TokenSource{Env: tokenEnv}, RunID: "bench", ModelAPI: api})
+	if err != nil {
+		return nil, err
+	}
+	return p, p.Start()
+}
+
+// serveProxy is the child: one proxy on 127.0.0.1 (or the wire set) until
+// stdin closes.
 func serveProxy(kind, upstream string) error {
 	var base, placeholder string
 	switch kind {
 	case "loopback":
-		p, err := loopback.New(loopback.Config{Upstream: upstream, Token: loopback.TokenSource{Env: tokenEnv}, RunID: "bench"})
+		p, err := startLoopback(upstream, "")
 		if err != nil {
-			return err
-		}
-		if err := p.Start(); err != nil {
 			return err
 		}
 		defer p.Close()
 		base, placeholder = p.BaseURL(), p.Placeholder()
+	case "wire-set":
+		// The wire view's sides in one process, so that no side is the
+		// one process the host happens to favour.
+		var set []served
+		for _, s := range wireSet {
+			p, err := startLoopback(upstream, s.api)
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			set = append(set, served{Name: s.name, Base: p.BaseURL(), Placeholder: p.Placeholder()})
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(set); err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return nil
 	case "httputil":
 		u, ln, err := relayFor(upstream)
 		if err != nil {
@@ -255,7 +322,7 @@ func serveProxy(kind, upstream string) error {
 	default:
 		return fmt.Errorf("unknown proxy %q", kind)
 	}
-	if err := json.NewEncoder(os.Stdout).Encode(map[string]string{"base": base, "placeholder": placeholder}); err != nil {
+	if err := json.NewEncoder(os.Stdout).Encode([]served{{Name: kind, Base: base, Placeholder: placeholder}}); err != nil {
 		return err
 	}
 	_, _ = io.Copy(io.Discard, os.Stdin)
