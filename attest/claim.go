@@ -50,6 +50,7 @@ var (
 	H10 = RowID{"h10"}
 	H11 = RowID{"h11"}
 	H12 = RowID{"h12"}
+	H13 = RowID{"h13"}
 )
 
 // claimState is where a claim puts a row.

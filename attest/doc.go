@@ -1,5 +1,5 @@
 // Package attest reads a finished run's event stream and says which
-// hermeticity controls held: the thirteen rows (H1a, H1b, H2–H12), the floor
+// hermeticity controls held: the fourteen rows (H1a, H1b, H2–H13), the floor
 // that turns them into a verdict, the audit report printed on stderr, the
 // external auditor seam, and the run's exit code (SPEC §9).
 //

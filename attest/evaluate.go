@@ -97,6 +97,21 @@ type Evaluation struct {
 	Process *record.Process
 }
 
+// The warning codes of what the wire check found (H13): a decision
+// request for a call the model never made on the wire (or made once and
+// asked about twice, or with another name or input), a vendor line
+// claiming model output the wire does not hold, a call the model made that
+// no seam decided, and a wire view too full to check against.
+const (
+	DecisionNotOnWire = "DECISION_NOT_ON_WIRE"
+	RecordNotOnWire   = "RECORD_NOT_ON_WIRE"
+	CallNotDecided    = "CALL_NOT_DECIDED"
+	WireUnchecked     = "WIRE_UNCHECKED"
+)
+
+// wireCodes are the codes H13 fails on.
+var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked}
+
 // EgressRefused is the warning code the launcher writes for each egress
 // attempt the loopback proxy's gate refused; its message names the method
 // and the host. H12 lists them.
@@ -159,6 +174,15 @@ type scanned struct {
 	closed  *record.StreamClosed
 	decided []*record.ToolDecided
 	egress  []string
+	// H13: the calls on the record (tool.requested, in order), the
+	// results of each call id (is_error), the texts recorded as the
+	// model's, and the first warning of the wire check.
+	requested []*record.ToolRequested
+	results   map[string]bool
+	texts     int
+	wire      *record.Warning
+	// requestsNotOnWire counts the DecisionNotOnWire warnings.
+	requestsNotOnWire int
 }
 
 func scan(lines []*record.EventLine) scanned {
@@ -177,9 +201,26 @@ func scan(lines []*record.EventLine) scanned {
 			s.closed = ev
 		case *record.ToolDecided:
 			s.decided = append(s.decided, ev)
+		case *record.ToolRequested:
+			s.requested = append(s.requested, ev)
+		case *record.ToolResult:
+			if s.results == nil {
+				s.results = map[string]bool{}
+			}
+			s.results[ev.CallID] = ev.IsError != nil && *ev.IsError
+		case *record.Text:
+			s.texts++
 		case *record.Warning:
-			if ev.Code == EgressRefused {
+			switch {
+			case ev.Code == EgressRefused:
 				s.egress = append(s.egress, ev.Message)
+			case slices.Contains(wireCodes, ev.Code):
+				if s.wire == nil {
+					s.wire = ev
+				}
+				if ev.Code == DecisionNotOnWire {
+					s.requestsNotOnWire++
+				}
 			}
 		}
 	}
@@ -230,6 +271,7 @@ func census(s scanned) (record.Census, string) {
 		c.BySeam[d.Seam]++
 		c.ByDecider[d.DecidedBy]++
 	}
+	c.NotOnWire = uint64(s.requestsNotOnWire)
 	return c, "tool.decided events"
 }
 
@@ -272,8 +314,36 @@ func judge(spec RowSpec, s scanned, l Launch) (string, string) {
 	case H12:
 		v, d := fromAttestation(att, st)
 		return v, d + "; " + egressDetail(s.egress)
+	case H13:
+		v, d := fromAttestation(att, st)
+		if v != OK {
+			return v, d
+		}
+		return judgeWire(s, att.Decisions)
 	}
 	return fromAttestation(att, st)
+}
+
+// judgeWire is H13 once metaharness claims the wire is read: a gap at the
+// first mismatch the run recorded, or, under frame or ask, at the first
+// call on the record that no seam decided and that did not end as the
+// vendor's refusal (an error result); ok otherwise.
+func judgeWire(s scanned, decisions string) (string, string) {
+	if s.wire != nil {
+		return Gap, s.wire.Code + ": " + s.wire.Message
+	}
+	decided := map[string]bool{}
+	for _, d := range s.decided {
+		decided[d.CallID] = true
+	}
+	if decisions == "frame" || decisions == "ask" {
+		for _, c := range s.requested {
+			if isErr, ok := s.results[c.CallID]; !decided[c.CallID] && !(ok && isErr) {
+				return Gap, fmt.Sprintf("call %s (%s) is on the record, no seam decided it under --decisions %s, and it did not end as the vendor's refusal", c.CallID, c.Name, decisions)
+			}
+		}
+	}
+	return OK, fmt.Sprintf("every decided call (%d) and every model output recorded (%d texts, %d calls) matched the wire", len(s.decided), s.texts, len(s.requested))
 }
 
 // rowState is where the attestation lists one row.

@@ -57,7 +57,7 @@ func TestExitComputation(t *testing.T) {
 func TestAdvisoryRowsNeverMoveTheControlVerdict(t *testing.T) {
 	s := cleanStarted()
 	s.Hermetic.Imposed = s.Hermetic.Imposed[:0]
-	for _, row := range []RowID{H1a, H1b, H3, H4, H5, H7, H8, H10, H11} {
+	for _, row := range []RowID{H1a, H1b, H3, H4, H5, H7, H8, H10, H11, H13} {
 		s.Hermetic.Imposed = append(s.Hermetic.Imposed, record.RowHow{Row: row.String(), How: "x"})
 	}
 	s.Hermetic.Unavailable = []record.RowWhy{{Row: H2.String(), Why: "no knob"}, {Row: H6.String(), Why: "no knob"}}

@@ -56,6 +56,7 @@ var Rows = []RowSpec{
 	{H10, "governing documents cannot move under the run", AssertRecord, Gating},
 	{H11, "no memory file outside the copied tree is discoverable", AssertLaunch, Gating},
 	{H12, "egress goes nowhere the run did not allow", AssertEffect, Advisory},
+	{H13, "the record matches the wire", AssertEffect, Gating},
 }
 
 // Row is one evaluated row.

@@ -46,7 +46,8 @@ func ReadStream(r io.Reader) ([]*record.EventLine, error) {
 // Tap collects a run's stream as the record.Writer writes it, for Evaluate:
 // put it beside the run's stdout with io.MultiWriter. It keeps every line's
 // place (completeness counts them) but drops the payloads evaluation never
-// reads (text, tool inputs and results), so a long session costs little.
+// reads (texts, tool inputs and results: it keeps only that they were, and
+// a result's error flag), so a long session costs little.
 type Tap struct {
 	mu      sync.Mutex
 	lines   []*record.EventLine
@@ -83,8 +84,14 @@ func (t *Tap) add(raw []byte) {
 		t.lines = append(t.lines, &record.EventLine{})
 		return
 	}
-	switch l.Event.(type) {
+	switch ev := l.Event.(type) {
 	case *record.SessionStarted, *record.SessionEnded, *record.StreamClosed, *record.ToolDecided, *record.Warning:
+	case *record.ToolRequested: // H13 reads which calls there were, not their inputs
+		l.Event = &record.ToolRequested{CallID: ev.CallID, Name: ev.Name, Seam: ev.Seam}
+	case *record.ToolResult:
+		l.Event = &record.ToolResult{CallID: ev.CallID, IsError: ev.IsError}
+	case *record.Text:
+		l.Event = &record.Text{}
 	default:
 		l.Event = nil
 	}

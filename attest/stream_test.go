@@ -50,8 +50,11 @@ func TestTapEvaluatesLikeTheRecordedStream(t *testing.T) {
 		t.Errorf("report:\n%s", got)
 	}
 	for _, line := range tap.Lines() {
-		if _, ok := line.Event.(*record.Text); ok {
+		if ev, ok := line.Event.(*record.Text); ok && ev.Text != "" {
 			t.Error("the tap kept a text payload it never reads")
+		}
+		if ev, ok := line.Event.(*record.ToolRequested); ok && ev.Input != nil {
+			t.Error("the tap kept a tool input it never reads")
 		}
 	}
 }

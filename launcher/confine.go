@@ -108,7 +108,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
-	if spec.Credentials == CredentialsLoopback {
+	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
 		c.Listen = w.ProxyAddr
 	} else {
@@ -181,6 +181,7 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 		claim.Withdraw(attest.H4, why+"; the child shares metaharness's view of processes and files, so it could read the token where metaharness and the caller keep it (a --token-file, metaharness's own /proc entries to a child that can ptrace, the caller's credential files)")
 		claim.Withdraw(attest.H6, why+"; the caller's credential files are not hidden from the child")
 		claim.Withdraw(attest.H12, why+"; egress is steered (the proxy variables point at the gate), not enforced: a client that ignores them connects directly")
+		claim.Enforce(attest.H13, "unconfined ("+why+"), so nothing in the kernel keeps the agent's tools from the vendor's memory, signals or descriptors; the vendor's stdio are still unix sockets, which /proc cannot reopen, and the wire check holds whatever a line says")
 		return
 	}
 	h4 := "enforced: the child runs in namespaces of its own (" + strings.Join(c.Namespaces, ", ") + ") under metaharness's own init, with a /proc that shows only its own processes, so metaharness's environment and argv are out of its sight, and the caller's credential files are hidden from it (h6)"
@@ -193,12 +194,66 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	claim.Enforce(attest.H4, h4)
 	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
-		"; writable only "+strings.Join(c.Writable, ", ")+"; the rest of / read-only")
+		"; writable only "+strings.Join(c.Writable, ", ")+"; the rest of / read-only; "+boundWords(c, w))
+	claim.Enforce(attest.H13, kernelWords(c, w))
 	if c.Has(confine.Net) {
 		claim.Enforce(attest.H12, "enforced: the child's network namespace has only lo, where the loopback proxy listens at "+c.Listen+" as its one way out, so a direct connection to any other address fails in the kernel")
 	} else {
 		claim.Add(attest.H12, " (the child shares metaharness's network: without the proxy it needs the real one)")
 	}
+}
+
+// kernelWords say, for H13, which of the kernel's controls between the
+// agent's tools and the vendor hold in c, and why each missing one does
+// not: the wire check is the ground truth, these keep the record from
+// being written at all.
+func kernelWords(c *confine.Spec, w *World) string {
+	parts := []string{"the vendor's stdio are one-way unix sockets, which no process can reopen through /proc to write into the record"}
+	if len(c.DenySyscalls) > 0 {
+		parts = append(parts, "seccomp makes "+strings.Join(c.DenySyscalls, ", ")+" fail in the child's whole tree")
+	} else {
+		parts = append(parts, "no seccomp filter ("+orUnprobed(w.Controls.SeccompWhy)+")")
+	}
+	if c.CommandSandbox != "" {
+		parts = append(parts, fmt.Sprintf("each command of the agent's runs in a Landlock domain of its own (ABI %d, signals and abstract sockets scoped), which cannot signal, ptrace or open /proc/<pid>/mem, environ or fd/* of the vendor", w.Controls.LandlockABI))
+	} else {
+		why := w.Controls.LandlockWhy
+		if why == "" && w.Controls.Scoped() {
+			why = "this kind's commands have no seam to put it on"
+		}
+		why = orUnprobed(why)
+		parts = append(parts, "no command sandbox ("+why+"), so the agent's commands may signal the vendor or reach its memory")
+	}
+	return "in the kernel: " + strings.Join(parts, "; ")
+}
+
+// boundWords say, for H6, how much the child may hold: the fresh tmpfs
+// sizes, and memory and pids where the host delegates a cgroup.
+func boundWords(c *confine.Spec, w *World) string {
+	out := fmt.Sprintf("each fresh tmpfs holds at most %d MiB, /dev/shm %d MiB", c.FreshBytes>>20, c.ShmBytes>>20)
+	if c.Cgroup != nil {
+		return out + fmt.Sprintf("; the child's tree is bounded by cgroup v2 below %s: memory.max %d MiB, pids.max %d", c.Cgroup.Parent, c.Cgroup.MemoryMax>>20, c.Cgroup.PidsMax)
+	}
+	return out + "; no memory or pid bound: " + orUnprobed(w.Controls.CgroupWhy)
+}
+
+// orUnprobed is why a control does not hold, or that the probe did not say.
+func orUnprobed(why string) string {
+	if why == "" {
+		return "the confinement probe found no way to apply it here"
+	}
+	return why
+}
+
+// ClaimWire claims H13 for a kind whose model traffic can pass the proxy:
+// imposed when the proxy reads its answers (w.Wire), else unavailable,
+// naming why.
+func ClaimWire(c *attest.Claim, w *World, vendor string) {
+	if w.Wire == "" {
+		c.Unavailable(attest.H13, "the wire is not seen: no loopback proxy reads this run's model traffic (under --credentials loopback it does)")
+		return
+	}
+	c.Impose(attest.H13, "the loopback proxy reads every model response ("+w.Wire+") outside the child's reach, and the run holds "+vendor+"'s decision requests and its lines claiming model output to it: a request for a call the model did not make is denied, and a line the wire does not hold is never recorded as the model's")
 }
 
 func tokenWords(spec *Spec, w *World) string {

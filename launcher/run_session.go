@@ -51,7 +51,7 @@ func (r *run) session(ctx context.Context, plan *Plan) (exit.Code, error) {
 // and the kind's session driving it.
 func (r *run) newServices(plan *Plan) (*services, error) {
 	s := r.spec
-	svc := &services{r: r, plan: plan}
+	svc := &services{r: r, plan: plan, wire: newWireCheck(r.proxy, r.kind, plan)}
 	var err error
 	svc.eng, err = frame.New(frame.Config{
 		Mode: s.Decisions, Frame: r.in.frame, Kind: s.Kind, Events: r.out.events,

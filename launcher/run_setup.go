@@ -68,7 +68,7 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
 		}
 	}
-	if r.spec.Credentials == CredentialsLoopback {
+	if proxied(r.spec, r.kind) {
 		if err := r.startProxy(w); err != nil {
 			return nil, err
 		}
@@ -201,18 +201,43 @@ func stopped(ctx context.Context, during string) error {
 	return exit.Refuse(RefuseStopped, "the run was stopped (%v) %s, before the vendor was spawned; nothing was left running", cause, during)
 }
 
+// proxied reports whether the run's model traffic passes the loopback
+// proxy, which then reads the model's answers (H13): under --credentials
+// loopback, where it holds the token; under api-key, where the child's own
+// key passes through it; and under none with --model-endpoint, where it
+// attaches nothing. Only a kind whose child can be pointed at it.
+func proxied(s *Spec, k Kind) bool {
+	if _, ok := k.(LoopbackClient); !ok {
+		return false
+	}
+	return s.Credentials == CredentialsLoopback || s.Credentials == CredentialsAPIKey ||
+		s.Credentials == CredentialsNone && s.ModelEndpoint != ""
+}
+
 func (r *run) startProxy(w *World) error {
 	s := r.spec
 	upstream, tokenEnv := r.d.Upstream, r.d.TokenEnv
 	if s.ModelEndpoint != "" {
 		upstream = s.ModelEndpoint
 	}
-	src := loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD, Decode: r.d.TokenFile}
-	if src.Env == "" && src.File == "" && src.FD == nil {
-		src.Env = tokenEnv
+	var src loopback.TokenSource
+	mode := loopback.AttachToken
+	switch s.Credentials {
+	case CredentialsAPIKey:
+		mode = loopback.PassThrough
+	case CredentialsNone:
+		mode = loopback.NoCredential
+	default:
+		src = loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD, Decode: r.d.TokenFile}
+		if src.Env == "" && src.File == "" && src.FD == nil {
+			src.Env = tokenEnv
+		}
 	}
 	p, err := loopback.New(loopback.Config{
-		Upstream: upstream, Header: r.d.UpstreamHeader, Token: src, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		Upstream: upstream, Header: r.d.UpstreamHeader, Token: src, Credentials: mode, AllowEgress: s.AllowEgress, RunID: s.Kind,
+		// The wire view reads the model's answers (H13), and the key goes
+		// only with the request the kind's vendor makes of the model.
+		ModelAPI: r.d.ModelAPI, AllowPaths: loopback.ModelAPIPaths(r.d.ModelAPI),
 		// The child is gone when the proxy closes; a short grace keeps a
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
@@ -254,6 +279,12 @@ func (r *run) startProxy(w *World) error {
 		return err
 	}
 	w.LoopbackURL = p.BaseURL()
+	if mode != loopback.AttachToken {
+		w.RunHeader = p.Placeholder()
+	}
+	if p.Wire() != nil {
+		w.Wire = r.d.ModelAPI
+	}
 	r.happened = append(r.happened, "the loopback proxy had started")
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
@@ -26,8 +27,17 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	if w := r.channelSummary(); w != nil {
 		r.emit(nil, w)
 	}
+	if w := svc.wire.unchecked(); w != nil {
+		r.emit(nil, w)
+	}
+	if m := r.spec.Decisions; m == frame.ModeFrame || m == frame.ModeAsk {
+		for _, w := range svc.wire.undecided() {
+			r.emit(nil, w)
+		}
+	}
 	if terminal != nil {
 		census := eng.Census()
+		census.NotOnWire = svc.wire.requestsDenied()
 		terminal.Census = &census
 		_ = r.out.events.Emit(terminal)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/mcpserve"
@@ -18,6 +19,7 @@ type services struct {
 	plan *Plan
 	eng  *frame.Engine
 	sess Session
+	wire *wireCheck
 
 	mu      sync.Mutex
 	child   *child
@@ -40,6 +42,9 @@ func (v *services) Started(at string, ev *record.SessionStarted) {
 }
 
 func (v *services) Emit(at string, ev record.Event) {
+	if r, ok := ev.(*record.ToolResult); ok {
+		v.wire.result(r)
+	}
 	var p *string
 	if at != "" {
 		p = &at
@@ -47,7 +52,25 @@ func (v *services) Emit(at string, ev record.Event) {
 	v.r.emit(p, ev)
 }
 
+func (v *services) Verify(req decide.Request) *record.Decision {
+	d, w := v.wire.verify(req)
+	if w != nil {
+		v.r.emit(nil, w)
+	}
+	return d
+}
+
+func (v *services) Wire() *WireView { return v.wire.view }
+
+func (v *services) NotOnWire(what string) {
+	v.wire.noteMismatch()
+	v.r.emit(nil, &record.Warning{Code: attest.RecordNotOnWire, Message: what + "; the wire never carried it, so it is not recorded as the model's"})
+}
+
 func (v *services) Decide(ctx context.Context, req decide.Request) record.Decision {
+	if d := v.Verify(req); d != nil {
+		return *d
+	}
 	name := req.Tool
 	switch req.Seam {
 	case record.SeamOwnedTool:

@@ -3,6 +3,8 @@ package launcher
 import (
 	"sort"
 	"strings"
+
+	"github.com/metaharness/metaharness/attest"
 )
 
 // SortedEnv renders an environment map as sorted KEY=VALUE entries, the
@@ -27,7 +29,17 @@ func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// GateHow is the H12 claim of a loopback run: the child's proxy variables
+// ClaimGate claims H12: imposed when the run's loopback proxy stands
+// between the child and the network (w.ProxyAddr), else unavailable.
+func ClaimGate(c *attest.Claim, spec *Spec, w *World) {
+	if w.ProxyAddr == "" {
+		c.Unavailable(attest.H12, "no egress gate: no loopback proxy stands between the child and the network (--credentials loopback, api-key, or none with --model-endpoint put one there)")
+		return
+	}
+	c.Impose(attest.H12, GateHow(spec.AllowEgress))
+}
+
+// GateHow is the H12 claim of a proxied run: the child's proxy variables
 // point at the egress gate, which lets through only the hosts named.
 func GateHow(allowEgress []string) string {
 	hosts := "none"

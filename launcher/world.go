@@ -62,6 +62,14 @@ type World struct {
 	// files of their own (b10x).
 	Context      string             `json:"context,omitempty"`
 	ContextFiles []contextfile.File `json:"context_files,omitempty"`
+	// RunHeader is the placeholder a child whose credential is its own
+	// (--credentials api-key, or none with --model-endpoint) sends in
+	// loopback.RunHeader, so the proxy knows the requests for its child's;
+	// "" under --credentials loopback, where it is the child's key.
+	RunHeader string `json:"run_header,omitempty"`
+	// Wire is the model API whose answers the proxy reads (H13), "" when
+	// the run's model traffic does not pass a proxy that reads them.
+	Wire string `json:"wire,omitempty"`
 	// LoopbackURL is the proxy's base URL (http://127.0.0.1:PORT), for a
 	// kind that names it in its own configuration (codex's provider entry).
 	LoopbackURL string `json:"loopback_url,omitempty"`

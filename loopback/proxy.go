@@ -278,6 +278,10 @@ func (p *Proxy) secrets() []string {
 	return append(p.tokens.remembered(), string(p.placeholder))
 }
 
+// Credentials is what the proxy does with the child's credential
+// (Config.Credentials, defaulted).
+func (p *Proxy) Credentials() Credentials { return p.cfg.Credentials }
+
 // ownCredential reports whether the child's credential headers are its
 // own (PassThrough, NoCredential), so that only RunHeader proves it.
 func (p *Proxy) ownCredential() bool {

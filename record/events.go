@@ -219,10 +219,14 @@ type Usage struct {
 
 // Census sums metaharness's own decisions, by column, seam and decider.
 type Census struct {
-	Allowed   uint64            `json:"allowed"`
-	Denied    uint64            `json:"denied"`
-	Replaced  uint64            `json:"replaced"`
-	Abstained uint64            `json:"abstained"`
+	Allowed   uint64 `json:"allowed"`
+	Denied    uint64 `json:"denied"`
+	Replaced  uint64 `json:"replaced"`
+	Abstained uint64 `json:"abstained"`
+	// NotOnWire counts the decision requests denied before any decision
+	// because the model made no such call on the wire (H13): apart from
+	// the decisions above, for none of them was a call.
+	NotOnWire uint64            `json:"not_on_wire,omitempty"`
 	BySeam    map[string]uint64 `json:"by_seam"`
 	ByDecider map[string]uint64 `json:"by_decider"`
 }

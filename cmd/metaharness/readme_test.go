@@ -8,6 +8,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/google/go-cmp/cmp"
+	"github.com/metaharness/metaharness/attest"
 )
 
 // TestReadmeVerbTable fails when the README's verb table and the binary's
@@ -43,5 +44,31 @@ func TestReadmeVerbTable(t *testing.T) {
 	}
 	if diff := cmp.Diff(built, documented); diff != "" {
 		t.Errorf("README verb table and binary disagree (-binary +README):\n%s", diff)
+	}
+}
+
+// TestReadmeRowTable fails when the README's table of the attestation's
+// rows and the floor's own table disagree.
+func TestReadmeRowTable(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## The attestation's rows\n")
+	if !ok {
+		t.Fatal("README.md has no '## The attestation's rows' section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile(`(?m)^\| (H[0-9]+[ab]?) \| (.+?) \| (record|launch|effect) \| (gating|advisory) \|$`)
+	var documented, built []string
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		documented = append(documented, strings.Join(m[1:], " / "))
+	}
+	for _, r := range attest.Rows {
+		id := r.ID.String()
+		built = append(built, strings.ToUpper(id[:1])+id[1:]+" / "+r.Label+" / "+r.Assertion+" / "+r.Severity)
+	}
+	if diff := cmp.Diff(built, documented); diff != "" {
+		t.Errorf("README row table and attest.Rows disagree (-attest +README):\n%s", diff)
 	}
 }

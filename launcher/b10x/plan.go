@@ -362,6 +362,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, c)
 	c.Unavailable(attest.H12, "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network")
+	c.Unavailable(attest.H13, "the wire is not seen: the loop dials its provider itself, past the loopback proxy, so nothing outside it reads what the model said")
 	c.Ambient("observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
 	if flagsOf(spec).APIKeySecret != "" {
 		c.Ambient("the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")

@@ -3,8 +3,10 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
+	"unicode"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -82,6 +84,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		"DISABLE_AUTOUPDATER":                      "1",
 		"DISABLE_ERROR_REPORTING":                  "1",
 		"DISABLE_TELEMETRY":                        "1",
+		// An @path in the task is text, not a file read no seam sees
+		// (docs/wire-facts.md A4): 2.1.328 expands one on every input
+		// channel unless this is set.
+		"CLAUDE_CODE_DISABLE_FILE_MENTIONS": "1",
 		// Tool search off: no deferred loading, so the model is offered each
 		// tool inline and nothing else (2.1.328 otherwise adds a
 		// DeferredToolPlaceholder stub beside a catalogue's tools).
@@ -100,7 +106,11 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			return nil, exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["ANTHROPIC_API_KEY"] = key
+		maps.Copy(env, w.LoopbackEnv)
 		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
+		if len(w.LoopbackEnv) > 0 {
+			credHow += "; it passes through the loopback proxy, which reads the model's answers"
+		}
 	case launcher.CredentialsLoopback:
 		if len(w.LoopbackEnv) == 0 {
 			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
@@ -113,6 +123,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		credHow = "no credential reaches the child (--credentials none)"
 		if spec.ModelEndpoint != "" {
 			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
+			maps.Copy(env, w.LoopbackEnv) // the proxy in front of the endpoint, when the run has one
 			// Claude Code sends no request without some credential, and no key
 			// variable may reach the child: the settings' apiKeyHelper hands it
 			// a fixed word instead, which the endpoint can ignore.
@@ -240,10 +251,10 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		Kind: "claude", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, c)
-	if spec.Credentials != launcher.CredentialsLoopback {
-		c.Unavailable(attest.H12, "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network")
-	} else {
-		c.Impose(attest.H12, launcher.GateHow(spec.AllowEgress))
+	launcher.ClaimGate(c, spec, w)
+	launcher.ClaimWire(c, w, "Claude Code")
+	if m := Mentions(spec.Prompt); len(m) > 0 {
+		c.Ambient("the task mentions " + strings.Join(m, ", ") + ": CLAUDE_CODE_DISABLE_FILE_MENTIONS=1 keeps Claude Code from reading them into the task, so each reaches the model as text and any read of it is a tool call a seam decides")
 	}
 	if spec.Decisions == frame.ModeObserve {
 		c.Ambient("observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
@@ -294,4 +305,40 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// Mentions are the task's @path mentions as Claude Code 2.1.328 reads
+// them (docs/wire-facts.md A4): an @ at the start or after white space,
+// then a path, in double quotes when it holds spaces, a trailing , or .
+// left out. Whether the path exists does not matter here: the launch
+// switches the expansion off either way, and says so.
+func Mentions(task string) []string {
+	var out []string
+	rs := []rune(task)
+	for i := 0; i < len(rs); i++ {
+		if rs[i] != '@' || i > 0 && !unicode.IsSpace(rs[i-1]) || i+1 >= len(rs) {
+			continue
+		}
+		j := i + 1
+		if rs[j] == '"' {
+			k := j + 1
+			for k < len(rs) && rs[k] != '"' {
+				k++
+			}
+			if k < len(rs) && k > j+1 {
+				out = append(out, string(rs[i:k+1]))
+			}
+			i = k
+			continue
+		}
+		for j < len(rs) && !unicode.IsSpace(rs[j]) {
+			j++
+		}
+		m := strings.TrimRight(string(rs[i:j]), ",.")
+		if len(m) > 1 && m[1] != '@' {
+			out = append(out, m)
+		}
+		i = j
+	}
+	return out
 }

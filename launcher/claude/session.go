@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -36,9 +37,15 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 	var tr Reader
 	eng := s.run.Engine()
 	started, turn := false, uint32(0)
+	chk := launcher.NewRecordCheck("Claude Code", s.run, func(call loopback.Call, ev *record.ToolRequested) error {
+		return MatchLine(call, ev.Name, ev.Input)
+	}, lastBlockText, WarnVendorText)
 	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		for _, it := range tr.Read(line) {
+			if !chk.Holds(it.Event) {
+				continue
+			}
 			switch ev := it.Event.(type) {
 			case *record.SessionStarted:
 				if started {
@@ -69,7 +76,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 			}
 		}
 	}, func() { s.run.Emit("", launcher.LineTooLong("Claude Code")) })
-	return tr.Terminal()
+	return chk.Final(tr.Terminal())
 }
 
 // Control: headless Claude Code takes no control line, so interrupting or
@@ -93,4 +100,20 @@ func (s *session) Answer(ctx context.Context, req decide.Request) record.Decisio
 		return record.AbstainDecision()
 	}
 	return s.run.Decide(ctx, req)
+}
+
+// lastBlockText is Claude Code's final answer as the wire shows it: the
+// last block of the last response that completed, when that block is text
+// and not blank (docs/wire-facts.md A2).
+func lastBlockText(rs []loopback.Response) *string {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].End != loopback.EndCompleted {
+			continue
+		}
+		if n := len(rs[i].Items); n > 0 && rs[i].Items[n-1].Kind == loopback.KindText && strings.TrimSpace(rs[i].Items[n-1].Text) != "" {
+			return &rs[i].Items[n-1].Text
+		}
+		return nil
+	}
+	return nil
 }

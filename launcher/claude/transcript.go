@@ -197,6 +197,14 @@ type contentBlock struct {
 	Content   json.RawMessage `json:"content"`
 }
 
+// SyntheticModel is the model Claude Code names on the assistant lines it
+// writes itself (an API error, a lost connection), and WarnVendorText the
+// warning their text is recorded as: the vendor's words, not the model's.
+const (
+	SyntheticModel = "<synthetic>"
+	WarnVendorText = "VENDOR_TEXT"
+)
+
 func (r *Reader) assistant(raw []byte) []record.Event {
 	var v struct {
 		Message struct {
@@ -217,6 +225,9 @@ func (r *Reader) assistant(raw []byte) []record.Event {
 	var out []record.Event
 	for _, b := range m.Content {
 		switch {
+		case b.Type == "text" && b.Text != nil && m.Model == SyntheticModel:
+			// Claude Code's own words (an API error, say), never the model's.
+			out = append(out, &record.Warning{Code: WarnVendorText, Message: *b.Text})
 		case b.Type == "text" && b.Text != nil:
 			out = append(out, &record.Text{Text: *b.Text, RequestID: reqID})
 		case b.Type == "thinking" && b.Thinking != nil:
@@ -228,7 +239,7 @@ func (r *Reader) assistant(raw []byte) []record.Event {
 			out = append(out, r.opaque(raw, &typ, &sub))
 		}
 	}
-	if m.Model != "" && m.Model != "<synthetic>" && !contains(r.models, m.Model) {
+	if m.Model != "" && m.Model != SyntheticModel && !contains(r.models, m.Model) {
 		r.models = append(r.models, m.Model)
 	}
 	if m.ID != "" && len(m.Usage) > 0 && !r.messages[m.ID] {

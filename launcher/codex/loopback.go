@@ -9,8 +9,10 @@ import (
 
 var _ launcher.ModelProvider = Kind{}
 
-// LoopbackEnv holds the placeholder under KeyEnv, beside the egress gate's
-// variables; the provider entry (LoopbackProvider) names the proxy. Codex
+// LoopbackEnv holds the placeholder under KeyEnv (when it is the child's
+// key; else the provider entry sends it in the run header), beside the
+// egress gate's variables; the provider entry (LoopbackProvider) names the
+// proxy. Codex
 // cannot reach a proxy on a unix socket.
 func (Kind) LoopbackEnv(p *loopback.Proxy) (map[string]string, error) {
 	if p.SocketPath() != "" {
@@ -20,7 +22,9 @@ func (Kind) LoopbackEnv(p *loopback.Proxy) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	env[KeyEnv] = p.Placeholder()
+	if p.Credentials() == loopback.AttachToken {
+		env[KeyEnv] = p.Placeholder()
+	}
 	return env, nil
 }
 
@@ -32,6 +36,6 @@ func (Kind) LoopbackProvider(p *loopback.Proxy) (string, string, error) {
 		return "", "", fmt.Errorf("codex needs the loopback proxy started on 127.0.0.1, not a unix socket")
 	}
 	var t toml
-	providerTable(&t, provider{ProviderID, p.BaseURL(), KeyEnv})
+	providerTable(&t, provider{ProviderID, p.BaseURL(), KeyEnv, nil})
 	return ProviderID, t.String()[1:], nil
 }

@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/loopback"
 )
 
 // ContextChannel is how declared context files reach the model: the
@@ -255,6 +257,9 @@ func refuseFlags(spec *launcher.Spec) error {
 // provider is the one [model_providers.ID] entry of the scratch config.
 type provider struct {
 	id, baseURL, envKey string
+	// headers go with every request (the run header, when the child's
+	// credential is its own and the proxy still stands in front).
+	headers map[string]string
 }
 
 // providerFor picks the provider entry for the run's credentials, puts what
@@ -272,18 +277,32 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 		for k, v := range w.LoopbackEnv {
 			env[k] = v
 		}
-		return provider{ProviderID, w.LoopbackURL, KeyEnv}, "the child holds a per-run placeholder in " + KeyEnv + " and no credential; the loopback proxy attaches the real token on the way out", nil
+		return provider{ProviderID, w.LoopbackURL, KeyEnv, nil}, "the child holds a per-run placeholder in " + KeyEnv + " and no credential; the loopback proxy attaches the real token on the way out", nil
 	case launcher.CredentialsAPIKey:
 		key, ok := w.Env["OPENAI_API_KEY"]
 		if !ok || key == "" {
 			return provider{}, "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["OPENAI_API_KEY"] = key
-		return provider{apiKeyProviderID, root, "OPENAI_API_KEY"}, "OPENAI_API_KEY is in the child's environment because --credentials api-key declared it", nil
+		p, how := proxiedProvider(provider{apiKeyProviderID, root, "OPENAI_API_KEY", nil}, w, env)
+		return p, "OPENAI_API_KEY is in the child's environment because --credentials api-key declared it" + how, nil
 	case launcher.CredentialsNone:
-		return provider{endpointProviderID, root, ""}, "no credential reaches the child (--credentials none): its provider entry names no env_key, so no authorization header is sent", nil
+		p, how := proxiedProvider(provider{endpointProviderID, root, "", nil}, w, env)
+		return p, "no credential reaches the child (--credentials none): its provider entry names no env_key, so no authorization header is sent" + how, nil
 	}
 	return provider{}, "", fmt.Errorf("internal: --credentials %s reached the codex plan; CheckSpec refuses it", spec.Credentials)
+}
+
+// proxiedProvider points p at the run's loopback proxy when it has one in
+// front of a child whose credential is its own: the proxy's base URL, the
+// run header, the egress gate's variables.
+func proxiedProvider(p provider, w *launcher.World, env map[string]string) (provider, string) {
+	if w.LoopbackURL == "" || w.RunHeader == "" {
+		return p, ""
+	}
+	maps.Copy(env, w.LoopbackEnv)
+	p.baseURL, p.headers = w.LoopbackURL, map[string]string{loopback.RunHeader: w.RunHeader}
+	return p, "; its requests pass through the loopback proxy, which reads the model's answers"
 }
 
 // providerTable is a [model_providers.ID] entry: the Responses wire at
@@ -296,6 +315,9 @@ func providerTable(t *toml, p provider) {
 	}
 	if p.envKey != "" {
 		kvs = append(kvs, kv{"env_key", p.envKey})
+	}
+	if len(p.headers) > 0 {
+		kvs = append(kvs, kv{"http_headers", p.headers})
 	}
 	kvs = append(kvs, kv{"request_max_retries", 0}, kv{"stream_max_retries", streamRetries}, kv{"stream_idle_timeout_ms", 300000})
 	t.table("model_providers."+p.id, kvs...)
@@ -372,11 +394,8 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 	} else if spec.Cwd != "" {
 		c.Add(attest.H7, fmt.Sprintf("; codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
 	}
-	if spec.Credentials != launcher.CredentialsLoopback {
-		c.Unavailable(attest.H12, "no egress gate: only --credentials loopback puts the loopback proxy between the child and the network")
-	} else {
-		c.Impose(attest.H12, launcher.GateHow(spec.AllowEgress))
-	}
+	launcher.ClaimGate(c, spec, w)
+	launcher.ClaimWire(c, w, "codex")
 	if spec.Decisions == frame.ModeObserve {
 		c.Ambient("observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -36,6 +38,9 @@ const stopGrace = 2 * time.Second
 // halt, steer and message.inject into turn/interrupt and turn/steer.
 func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
 	s := &session{run: run, reader: NewReader(), turnDone: make(chan struct{})}
+	s.check = launcher.NewRecordCheck("codex app-server", run, func(call loopback.Call, ev *record.ToolRequested) error {
+		return Kind{}.MatchRequest(call, decide.Request{Seam: ev.Seam, CallID: ev.CallID, Tool: ev.Name, Input: ev.Input}, plan)
+	}, lastText)
 	s.callsDone = sync.NewCond(&s.mu)
 	for _, f := range plan.Files {
 		if strings.HasSuffix(f.Path, "/"+sessionFile) {
@@ -50,7 +55,8 @@ type session struct {
 	open    Opening
 	openErr error
 	conn    *conn
-	reader  *Reader // read by the loop goroutine only
+	reader  *Reader               // read by the loop goroutine only
+	check   *launcher.RecordCheck // the reader's events held to the wire, by the loop
 
 	mu       sync.Mutex
 	threadID string
@@ -93,7 +99,24 @@ func (s *session) Drive(ctx context.Context, p launcher.Pipes) *record.SessionEn
 	s.mu.Lock()
 	s.ended = true
 	s.mu.Unlock()
-	return s.reader.Terminal()
+	return s.check.Final(s.reader.Terminal())
+}
+
+// lastText is codex's final answer as the wire shows it: the last text of
+// the last response that completed.
+func lastText(rs []loopback.Response) *string {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if rs[i].End != loopback.EndCompleted {
+			continue
+		}
+		for j := len(rs[i].Items) - 1; j >= 0; j-- {
+			if it := rs[i].Items[j]; it.Kind == loopback.KindText && it.Text != "" {
+				return &it.Text
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 // converse sends the opening and the task, and waits for the task's turn
@@ -193,6 +216,9 @@ func (s *session) loop(ctx context.Context) {
 			return
 		}
 		for _, it := range s.reader.Read(line) {
+			if !s.check.Holds(it.Event) {
+				continue
+			}
 			var at *string
 			if it.At != "" {
 				a := it.At
@@ -312,6 +338,10 @@ func (s *session) toolCall(ctx context.Context, m *message) {
 // approval), so the call is presented as NoReplace and the engine refuses
 // a replace for it.
 func (s *session) approve(id json.RawMessage, callID, name string, input json.RawMessage) {
+	if d := s.run.Verify(decide.Request{Seam: record.SeamControlRequest, CallID: callID, Tool: name, Input: input}); d != nil {
+		_ = s.conn.reply(id, map[string]string{"decision": "decline"})
+		return
+	}
 	s.run.Engine().Request(frame.Call{CallID: callID, Name: name, Input: input, Seam: record.SeamControlRequest, NoReplace: true}, func(d record.Decision) {
 		answer := "decline"
 		switch {

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -51,6 +52,17 @@ func tomlValue(v any) string {
 			parts[i] = tomlString(s)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]string: // an inline table, keys in order
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = tomlString(k) + " = " + tomlString(x[k])
+		}
+		return "{ " + strings.Join(parts, ", ") + " }"
 	}
 	panic(fmt.Sprintf("toml: no rendering for %T", v))
 }

@@ -493,7 +493,11 @@ func (r *Reader) itemCompleted(params json.RawMessage) []record.Event {
 		if prev := r.lastText[v.TurnID]; prev == nil || it.Phase == nil || *it.Phase == "final_answer" || prev.Text == "" {
 			r.lastText[v.TurnID] = fa
 		}
-		return []record.Event{&record.Text{Text: it.Text}}
+		var id *string
+		if it.ID != "" {
+			id = &it.ID
+		}
+		return []record.Event{&record.Text{Text: it.Text, RequestID: id}}
 	case "reasoning":
 		text := strings.Join(append(append([]string{}, it.Summary...), it.Content...), "\n")
 		if text == "" {
