@@ -1,7 +1,6 @@
 package attest
 
 import (
-	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -40,7 +39,7 @@ type Document struct {
 	// UpstreamQuota is the loopback request whose answer said the account
 	// is out of quota or rate-limited (its record, quota set): the run was
 	// stopped there and exits 4. Null when no answer was.
-	UpstreamQuota *loopback.Record `json:"upstream_quota" jsonschema:"nullable"`
+	UpstreamQuota *record.ProxyRecord `json:"upstream_quota" jsonschema:"nullable"`
 	// StreamFailures names each destination of the event stream that
 	// stopped taking it (stdout, the --events file), the line it stopped at
 	// and why; empty when every one held. A failure makes the run exit 2.
@@ -53,8 +52,8 @@ type Document struct {
 // and the counters over all of them. Never a body, a token or the
 // placeholder.
 type Loopback struct {
-	Counters loopback.Counters `json:"counters"`
-	Requests []loopback.Record `json:"requests"`
+	Counters record.ProxyCounters `json:"counters"`
+	Requests []record.ProxyRecord `json:"requests"`
 }
 
 // StreamState is the completeness verdict on the stream.

@@ -4,7 +4,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -47,7 +46,7 @@ type Summary struct {
 	Census *record.Census `json:"census" jsonschema:"nullable"`
 	// UpstreamQuota is the model API's quota answer that stopped the run;
 	// null when there was none.
-	UpstreamQuota *loopback.Quota `json:"upstream_quota" jsonschema:"nullable"`
+	UpstreamQuota *record.Quota `json:"upstream_quota" jsonschema:"nullable"`
 	// Usage, TotalCostUSD and NumTurns are the vendor's own accounting from
 	// its terminal record, never computed; null when it gave none.
 	Usage        *record.Usage `json:"usage" jsonschema:"nullable"`

@@ -3,31 +3,17 @@ package loopback
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/metaharness/metaharness/record"
 )
 
-// Quota is an upstream's answer that the account will not be served now:
-// an HTTP 429, or an error whose type or code is one of QuotaTypes, in a
-// plain error answer or as an error event inside a 200 event stream. A
-// fleet acts on it (cools the account down, moves to the next one); a run
-// stops on it instead of sitting through the vendor's own retries.
-type Quota struct {
-	// Status is the HTTP status the answer came with (200 for an error
-	// event inside a stream).
-	Status int `json:"status"`
-	// Type is the vendor's error type or code when it is one of
-	// QuotaTypes; empty when a 429 named none of them.
-	Type string `json:"type,omitempty"`
-	// InStream: the error came as an event of a 200 event stream.
-	InStream bool `json:"in_stream,omitempty"`
-	// RetryAfter is the upstream's Retry-After header when it held a number
-	// of seconds or an HTTP date; empty otherwise.
-	RetryAfter string `json:"retry_after,omitempty"`
-}
+// Quota is an upstream's answer that the account will not be served now
+// (record.Quota).
+type Quota = record.Quota
 
 // QuotaTypes are the vendors' error types and codes that mean "out of
 // quota or rate-limited": Anthropic's rate_limit_error, OpenAI's
@@ -35,30 +21,6 @@ type Quota struct {
 // of a ChatGPT-plan Codex. Nothing else (an overloaded_error, a 5xx) is a
 // quota: those are the vendor's to retry.
 var QuotaTypes = []string{"rate_limit_error", "insufficient_quota", "rate_limit_exceeded", "usage_limit_reached"}
-
-// Phrase renders q as the words a fleet's usage-limit rule matches: the
-// status and the vendor's type, e.g. "429 Too Many Requests
-// (rate_limit_error, retry after 30)". It is the only text of this program
-// that carries such words, and only ever for an answer the upstream gave.
-func (q Quota) Phrase() string {
-	var b strings.Builder
-	if q.InStream {
-		b.WriteString("an error event in its 200 stream")
-	} else {
-		fmt.Fprintf(&b, "%d %s", q.Status, http.StatusText(q.Status))
-	}
-	var notes []string
-	if q.Type != "" {
-		notes = append(notes, q.Type)
-	}
-	if q.RetryAfter != "" {
-		notes = append(notes, "retry after "+q.RetryAfter)
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
-	}
-	return b.String()
-}
 
 // maxSniff bounds what is held of an error answer's body, or of one event
 // of a stream, to tell a quota error: vendor error bodies are a few hundred

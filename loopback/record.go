@@ -5,11 +5,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/metaharness/metaharness/record"
 	"go.uber.org/zap"
 )
 
-// Route is which face of the listener a request came through.
-type Route string
+// Route, Record and Counters are the proxy's records as data (package
+// record), which the attestation carries.
+type (
+	Route    = record.ProxyRoute
+	Record   = record.ProxyRecord
+	Counters = record.ProxyCounters
+)
 
 const (
 	// RouteReverse: a relative-path request to the reverse endpoint.
@@ -54,57 +60,6 @@ const (
 	RefreshFailed    = "failed"    // the source could not be re-read: the 401 was relayed
 	RefreshTooLarge  = "body-too-large-to-retry"
 )
-
-// Record is one request through the listener. It never holds a body, a
-// token or a placeholder: strings that could echo one are scrubbed.
-type Record struct {
-	Seq    uint64    `json:"seq"`
-	Start  time.Time `json:"start"`
-	Route  Route     `json:"route"`
-	Method string    `json:"method"`
-	// Path is the URL path (no query) on the reverse route, the target
-	// host:port on CONNECT, and host + path on an absolute-URL request.
-	Path string `json:"path"`
-	// Status is what the client was answered (0: nothing was).
-	Status int `json:"status"`
-	// UpstreamStatus is what the upstream answered (0: nothing did).
-	UpstreamStatus int `json:"upstream_status"`
-	// BytesIn counts body bytes from the client, BytesOut body bytes to it
-	// (on a tunnel: bytes each way through it).
-	BytesIn  int64         `json:"bytes_in"`
-	BytesOut int64         `json:"bytes_out"`
-	Duration time.Duration `json:"duration_ns"`
-	Refused  string        `json:"refused,omitempty"`
-	Refresh  string        `json:"refresh,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	// Scrubbed names where the placeholder was taken out of a forwarded
-	// request ("header X-Name", "body"), never what it was.
-	Scrubbed []string `json:"scrubbed,omitempty"`
-	// Quota is set when the upstream's answer said the account will not be
-	// served now (a 429, a rate_limit_error, an insufficient_quota).
-	Quota *Quota `json:"quota,omitempty"`
-}
-
-// Counters sum the records, all of them (the record list itself is bounded).
-type Counters struct {
-	Requests        uint64 `json:"requests"`
-	Forwarded       uint64 `json:"forwarded"` // reverse requests sent upstream
-	RefusedAuth     uint64 `json:"refused_auth"`
-	RefusedEgress   uint64 `json:"refused_egress"`
-	RefusedRequest  uint64 `json:"refused_request"` // a path or query refused before forwarding, or a path not allowed
-	EgressAllowed   uint64 `json:"egress_allowed"`
-	RefreshRetried  uint64 `json:"refresh_and_retry"`
-	RefreshFailed   uint64 `json:"refresh_failed"`
-	UpstreamErrors  uint64 `json:"upstream_errors"`
-	ClientGone      uint64 `json:"client_gone"`
-	BytesIn         uint64 `json:"bytes_in"`
-	BytesOut        uint64 `json:"bytes_out"`
-	RecordsDropped  uint64 `json:"records_dropped"`
-	UpstreamStatus4 uint64 `json:"upstream_4xx"`
-	UpstreamStatus5 uint64 `json:"upstream_5xx"`
-	// UpstreamQuota counts the answers that were quota errors (Record.Quota).
-	UpstreamQuota uint64 `json:"upstream_quota"`
-}
 
 // maxRecords bounds the records kept; older ones are dropped and counted.
 const maxRecords = 4096
