@@ -110,7 +110,21 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 		add(OK, "loopback", "the proxy can bind %s", ln.Addr())
 		_ = ln.Close()
 	}
-	return append(checks, confinementCheck(d, self)), nil
+	return append(checks, scratchCheck(getenv), confinementCheck(d, self)), nil
+}
+
+// scratchCheck says where the runs' scratch trees go, and reclaims the
+// trees dead runs left there, as a run does before making its own.
+func scratchCheck(getenv func(string) string) Check {
+	dir, err := runtimeDir(map[string]string{"TMPDIR": getenv("TMPDIR"), EnvRuntimeDir: getenv(EnvRuntimeDir)})
+	if err != nil {
+		return Check{Fail, "scratch", exit.Line(err)}
+	}
+	words := "scratch trees go in " + dir + ", which every confined child's view hides but for its own tree"
+	if dead := reclaimScratch(dir); len(dead) > 0 {
+		words += fmt.Sprintf("; reclaimed %d left by dead runs", len(dead))
+	}
+	return Check{OK, "scratch", words}
 }
 
 // confinementCheck tries the confinement a run of d would make, or says

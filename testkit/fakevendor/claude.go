@@ -71,6 +71,7 @@ var (
 //	result WORDS          the terminal result: the final answer
 //	stderr WORDS          a line on stderr
 //	sleep DURATION        e.g. 200ms
+//	noise BYTES           one line of that many bytes on stdout, no record
 //	hang                  wait to be stopped
 //	exit CODE             end at once, without a terminal record
 func Claude(args []string, stdout, stderr io.Writer) int {
@@ -92,7 +93,7 @@ func Claude(args []string, stdout, stderr io.Writer) int {
 		dir, _ := filepath.Abs(filepath.Dir(l.task))
 		script = strings.ReplaceAll(string(b), "$SCRIPTDIR", dir)
 	}
-	c := &claude{l: l, out: json.NewEncoder(stdout), stderr: stderr}
+	c := &claude{l: l, out: json.NewEncoder(stdout), stdout: stdout, stderr: stderr}
 	defer c.closeServers()
 	return c.play(script)
 }
@@ -140,6 +141,7 @@ func parseClaudeArgs(args []string) (claudeLaunch, error) {
 type claude struct {
 	l       claudeLaunch
 	out     *json.Encoder
+	stdout  io.Writer
 	stderr  io.Writer
 	servers map[string]*mcpClient
 	msgs    int
@@ -189,6 +191,14 @@ func (c *claude) play(script string) int {
 				return 1
 			}
 			time.Sleep(d)
+		case "noise":
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "fake claude: script line %d: %v\n", n+1, err)
+				return 1
+			}
+			line := bytes.Repeat([]byte("x"), n)
+			_, _ = c.stdout.Write(append(line, '\n'))
 		case "hang":
 			for {
 				time.Sleep(time.Hour)
