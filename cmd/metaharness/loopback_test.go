@@ -148,23 +148,10 @@ func TestLoopbackVerbServesUntilSIGTERM(t *testing.T) {
 		t.Fatalf("codex provider: %s", v.line)
 	}
 
-	post := func(hdr map[string]string) int {
-		req, _ := http.NewRequest("POST", s.BaseURL+"/v1/messages", strings.NewReader(`{"stream":true}`))
-		for k, val := range hdr {
-			req.Header.Set(k, val)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if got := post(map[string]string{"Authorization": "Bearer " + s.Placeholder}); got != 200 {
+	if got := request(t, "POST", s.BaseURL+"/v1/messages", `{"stream":true}`, map[string]string{"Authorization": "Bearer " + s.Placeholder}); got != 200 {
 		t.Fatalf("with the placeholder: %d", got)
 	}
-	if got := post(nil); got != 401 {
+	if got := request(t, "POST", s.BaseURL+"/v1/messages", `{"stream":true}`, nil); got != 401 {
 		t.Fatalf("without the placeholder: %d", got)
 	}
 	counters, tail := v.stop()
@@ -190,14 +177,7 @@ func TestLoopbackVerbReportsQuota(t *testing.T) {
 	up := scripted.NewAnthropicServer(scripted.Script{FinalError: &scripted.ErrorTurn{Status: 429, Message: "slow down", RetryAfter: "30"}})
 	defer up.Close()
 	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", up.URL(), "--token-env", "MH_TOKEN")
-	req, _ := http.NewRequest("POST", v.started.BaseURL+"/v1/messages", strings.NewReader(`{}`))
-	req.Header.Set("x-api-key", v.started.Placeholder)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	request(t, "POST", v.started.BaseURL+"/v1/messages", `{}`, map[string]string{"x-api-key": v.started.Placeholder})
 	line, err := v.stdout.ReadString('\n')
 	if err != nil {
 		t.Fatal(err)
@@ -240,15 +220,7 @@ func TestLoopbackVerbModelAPI(t *testing.T) {
 	defer up.Close()
 	v := startVerb(t, []string{"MH_TOKEN=sk-test"}, "--upstream", up.URL(), "--token-env", "MH_TOKEN", "--model-api", "anthropic-messages")
 	do := func(method, path string) int {
-		req, _ := http.NewRequest(method, v.started.BaseURL+path, strings.NewReader(`{"stream":true}`))
-		req.Header.Set("x-api-key", v.started.Placeholder)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return request(t, method, v.started.BaseURL+path, `{"stream":true}`, map[string]string{"x-api-key": v.started.Placeholder})
 	}
 	if got := do("POST", "/v1/messages?beta=true"); got != 200 {
 		t.Fatalf("the model request: %d", got)
@@ -279,18 +251,11 @@ func TestLoopbackVerbPassThrough(t *testing.T) {
 	defer up.Close()
 	v := startVerb(t, nil, "--upstream", up.URL(), "--child-key", "pass-through")
 	do := func(run string) int {
-		req, _ := http.NewRequest("POST", v.started.BaseURL+"/v1/messages", strings.NewReader(`{}`))
-		req.Header.Set("x-api-key", own)
+		hdr := map[string]string{"x-api-key": own}
 		if run != "" {
-			req.Header.Set(loopback.RunHeader, run)
+			hdr[loopback.RunHeader] = run
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return request(t, "POST", v.started.BaseURL+"/v1/messages", `{}`, hdr)
 	}
 	if got := do(v.started.Placeholder); got != 200 {
 		t.Fatalf("with the run header: %d", got)
@@ -304,4 +269,21 @@ func TestLoopbackVerbPassThrough(t *testing.T) {
 		t.Fatalf("counters %+v, upstream %+v", counters, reqs)
 	}
 	v.assertNoSecrets(own, tail)
+}
+
+// request sends one request with the headers given, reads the answer to its
+// end and returns its status.
+func request(t *testing.T, method, url, body string, hdr map[string]string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -188,6 +188,21 @@ func (w *walker) deeper() error {
 	return nil
 }
 
+// after reads past a member or element that ends at end: a comma, with
+// more to come (done false), or close, which ends the container.
+func (w *walker) after(end int, close byte) (i int, done bool, err error) {
+	i = skipSpace(w.b, end)
+	switch {
+	case i >= len(w.b):
+		return 0, false, ErrSyntax
+	case w.b[i] == ',':
+		return skipSpace(w.b, i+1), false, nil
+	case w.b[i] == close:
+		return i + 1, true, nil
+	}
+	return 0, false, ErrSyntax
+}
+
 func (w *walker) array(i int, t reflect.Type) (int, error) {
 	if err := w.deeper(); err != nil {
 		return 0, err
@@ -209,17 +224,9 @@ func (w *walker) array(i int, t reflect.Type) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return 0, ErrSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case ']':
-			return i + 1, nil
-		default:
-			return 0, ErrSyntax
+		var done bool
+		if i, done, err = w.after(end, ']'); err != nil || done {
+			return i, err
 		}
 	}
 }
@@ -292,17 +299,9 @@ func (w *walker) object(i int, t reflect.Type, top bool) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, end)
-		if i >= len(b) {
-			return 0, ErrSyntax
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return i + 1, nil
-		default:
-			return 0, ErrSyntax
+		var done bool
+		if i, done, err = w.after(end, '}'); err != nil || done {
+			return i, err
 		}
 	}
 }
