@@ -53,7 +53,7 @@ func proxyRecordEvent(rec loopback.Record) *record.Warning {
 	case rec.Refused != "":
 		return &record.Warning{Code: WarnLoopbackRefused, Message: fmt.Sprintf("%s: refused (%s); %s; nothing was forwarded", what, rec.Refused, detail)}
 	case rec.Quota != nil:
-		return &record.Warning{Code: WarnLoopbackUpstreamQuota, Message: fmt.Sprintf("%s: the upstream answered %s; %s", what, rec.Quota.Phrase(), detail)}
+		return &record.Warning{Code: WarnLoopbackUpstreamQuota, Message: fmt.Sprintf("%s: the upstream answered %s; %s", what, loopback.QuotaPhrase(*rec.Quota), detail)}
 	case upstreamFailed(rec):
 		return &record.Warning{Code: WarnLoopbackUpstreamFailed, Message: what + ": " + detail}
 	}

@@ -151,7 +151,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 type quotaStop struct{ rec loopback.Record }
 
 func (q *quotaStop) Error() string {
-	return fmt.Sprintf("the model API answered %s %s with %s", q.rec.Method, q.rec.Path, q.rec.Quota.Phrase())
+	return fmt.Sprintf("the model API answered %s %s with %s", q.rec.Method, q.rec.Path, loopback.QuotaPhrase(*q.rec.Quota))
 }
 
 // line is the one line a fleet's usage-limit rule is meant to match.

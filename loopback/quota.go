@@ -3,6 +3,7 @@ package loopback
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,6 +15,30 @@ import (
 // Quota is an upstream's answer that the account will not be served now
 // (record.Quota).
 type Quota = record.Quota
+
+// QuotaPhrase renders q as the words a fleet's usage-limit rule matches: the
+// status and the vendor's type, e.g. "429 Too Many Requests
+// (rate_limit_error, retry after 30)". It is the only text of this program
+// that carries such words, and only ever for an answer the upstream gave.
+func QuotaPhrase(q Quota) string {
+	var b strings.Builder
+	if q.InStream {
+		b.WriteString("an error event in its 200 stream")
+	} else {
+		fmt.Fprintf(&b, "%d %s", q.Status, http.StatusText(q.Status))
+	}
+	var notes []string
+	if q.Type != "" {
+		notes = append(notes, q.Type)
+	}
+	if q.RetryAfter != "" {
+		notes = append(notes, "retry after "+q.RetryAfter)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
+	}
+	return b.String()
+}
 
 // QuotaTypes are the vendors' error types and codes that mean "out of
 // quota or rate-limited": Anthropic's rate_limit_error, OpenAI's

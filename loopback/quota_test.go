@@ -100,7 +100,7 @@ func TestQuotaPhrase(t *testing.T) {
 		{Status: 429}: "429 Too Many Requests",
 		{Status: 200, Type: "insufficient_quota", InStream: true}: "an error event in its 200 stream (insufficient_quota)",
 	} {
-		if got := q.Phrase(); got != want {
+		if got := QuotaPhrase(q); got != want {
 			t.Errorf("%+v: %q, want %q", q, got, want)
 		}
 	}

@@ -1,15 +1,14 @@
 package record
 
 import (
-	"fmt"
-	"net/http"
-	"strings"
 	"time"
 )
 
 // The loopback proxy's records as the attestation and the run summary
 // carry them: data only, so that the documents need not know the proxy
-// (loopback aliases these as Record, Counters, Quota and Route).
+// (loopback aliases these as Record, Counters, Quota and Route). Nothing
+// here imports net/http: the early entry links this package, and must
+// initialise before the heavy libraries do (internal/earlyentry).
 
 // ProxyRoute is which face of the listener a request came through.
 type ProxyRoute string
@@ -83,28 +82,4 @@ type Quota struct {
 	// RetryAfter is the upstream's Retry-After header when it held a number
 	// of seconds or an HTTP date; empty otherwise.
 	RetryAfter string `json:"retry_after,omitempty"`
-}
-
-// Phrase renders q as the words a fleet's usage-limit rule matches: the
-// status and the vendor's type, e.g. "429 Too Many Requests
-// (rate_limit_error, retry after 30)". It is the only text of this program
-// that carries such words, and only ever for an answer the upstream gave.
-func (q Quota) Phrase() string {
-	var b strings.Builder
-	if q.InStream {
-		b.WriteString("an error event in its 200 stream")
-	} else {
-		fmt.Fprintf(&b, "%d %s", q.Status, http.StatusText(q.Status))
-	}
-	var notes []string
-	if q.Type != "" {
-		notes = append(notes, q.Type)
-	}
-	if q.RetryAfter != "" {
-		notes = append(notes, "retry after "+q.RetryAfter)
-	}
-	if len(notes) > 0 {
-		fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
-	}
-	return b.String()
 }
