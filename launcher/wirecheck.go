@@ -273,17 +273,20 @@ func (c *RecordCheck) Final(t *record.SessionEnded) *record.SessionEnded {
 // hasText: the model emitted exactly text under id, a response's id or an
 // item's.
 func (v *WireView) hasText(id, text string) bool {
-	look := func(rs []loopback.Response) bool {
-		for _, r := range rs {
-			for _, it := range r.Items {
-				if it.Kind == loopback.KindText && it.Text == text && (r.ID == id || it.ID == id) {
-					return true
-				}
+	look := func() bool {
+		r, ok := v.w.Response(id)
+		for _, it := range r.Items {
+			if ok && it.Kind == loopback.KindText && it.Text == text && (r.ID == id || it.ID == id) {
+				return true
 			}
 		}
 		return false
 	}
-	return look(v.w.Responses()) || look(v.Responses())
+	if look() {
+		return true
+	}
+	v.w.Settle(settleWithin)
+	return look()
 }
 
 // failedExchange: some model exchange did not end as a response ends (an

@@ -317,6 +317,32 @@ func (w *Wire) Responses() []Response {
 	return out
 }
 
+// Response is the latest response whose id, or the id of one of whose
+// items, is id (an Anthropic msg_…, a Responses message item's msg_…), and
+// whether there is one. Only that response is read out, so a check of one
+// line costs the same however long the run.
+func (w *Wire) Response(id string) (Response, bool) {
+	if id == "" {
+		return Response{}, false
+	}
+	w.mu.Lock()
+	streams := slices.Clone(w.streams)
+	w.mu.Unlock()
+	for i := len(streams) - 1; i >= 0; i-- {
+		s := streams[i]
+		s.mu.Lock()
+		match := s.head.ID == id
+		for j := 0; !match && j < len(s.items); j++ {
+			match = s.items[j].id == id
+		}
+		s.mu.Unlock()
+		if match {
+			return s.response(), true
+		}
+	}
+	return Response{}, false
+}
+
 // Call is the first tool call the model emitted with this id, and whether
 // there is one. A call still streaming is returned as far as it has
 // arrived (Complete false).
