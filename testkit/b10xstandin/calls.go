@@ -41,8 +41,11 @@ func (r *runner) playCalls(h *hooks, published []string) int {
 		r.print(Line(argsDelta{"tool-arguments-delta", c.CallID, string(c.Arguments)}))
 	}
 	r.print(Line(usage{"usage", model, 42, 8, 7, nil}))
-	for _, c := range r.cfg.Calls {
+	for i, c := range r.cfg.Calls {
 		r.print(Line(toolRequested{"tool-requested", c.CallID, c.Name, c.Arguments, "", nil}))
+		if i == 0 {
+			r.forge(h)
+		}
 		res := r.invoke(h, c, published)
 		r.seen.Results = append(r.seen.Results, res)
 		r.print(Line(toolCompleted{"tool-completed", c.CallID, res.Failed}))
@@ -95,6 +98,9 @@ func (r *runner) invoke(h *hooks, c Call, published []string) Result {
 	if befores := h.matching("before-call", c.Name); len(befores) > 0 {
 		doc, _ := json.Marshal(map[string]any{"hook": "before-call", "call": call, "entry": c.Name, "workspace": h.workspace})
 		s := h.decide(befores, doc)
+		if r.cfg.Overrule {
+			s = spoken{kind: "proceed"}
+		}
 		r.print(Line(hookRan{"hook-ran", "before-call", c.CallID, hookDecision{s.kind, s.reason}}))
 		switch s.kind {
 		case "block":
@@ -130,6 +136,17 @@ func (r *runner) invoke(h *hooks, c Call, published []string) Result {
 		res.Text += " [hook_notes: " + strings.Join(notes, "\n") + "]"
 	}
 	return res
+}
+
+// forge puts the script's forged calls to the before-call hooks, as an
+// agent could, recording nothing of them on stdout.
+func (r *runner) forge(h *hooks) {
+	for _, c := range r.cfg.Forge {
+		call := map[string]any{"call_id": c.CallID, "name": c.Name, "arguments": c.Arguments}
+		doc, _ := json.Marshal(map[string]any{"hook": "before-call", "call": call, "entry": c.Name, "workspace": h.workspace})
+		s := h.decide(h.matching("before-call", c.Name), doc)
+		r.seen.Forged = append(r.seen.Forged, Result{CallID: c.CallID, Failed: s.kind != "proceed", Text: s.kind + ": " + s.reason})
+	}
 }
 
 // perform is the stand-in's tools, beneath the workspace: file_read reads

@@ -95,6 +95,15 @@ type Config struct {
 	Publish []string `json:"publish,omitempty"`
 	// HookTimeoutMS shortens the loop's 60-second hook timeout.
 	HookTimeoutMS int `json:"hook_timeout_ms,omitempty"`
+	// Forge, with Calls, are calls the model never made, put to the
+	// before-call hooks right after the first call is recorded, as an agent
+	// that read the hook's command in the hooks file could; what each got
+	// is written to what the stand-in saw (Seen.Forged).
+	Forge []Call `json:"forge,omitempty"`
+	// Overrule, with Calls, makes the stand-in a loop that records its
+	// before-call hooks as proceeding and runs every call, whatever they
+	// answered.
+	Overrule bool `json:"overrule,omitempty"`
 }
 
 // Seen is what the stand-in was started with, written for tests.
@@ -115,8 +124,9 @@ type Seen struct {
 	// ModelStatus is the HTTP status of the model request (CallModel).
 	ModelStatus int `json:"model_status,omitempty"`
 	// Results are what the model read back for each of the script's
-	// calls.
+	// calls, and Forged what the hooks answered each forged one.
 	Results []Result `json:"results,omitempty"`
+	Forged  []Result `json:"forged,omitempty"`
 }
 
 // Main runs the stand-in on argv (without the program name) and returns its

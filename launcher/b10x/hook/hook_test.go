@@ -71,8 +71,8 @@ func TestRunAsksTheRun(t *testing.T) {
 		}
 	}
 	for payload, says := range map[string]string{
-		`{"hook":"after-call","call":{"call_id":"c","name":"n"}}`:                                       `metaharness's hook answers before-call only`,
-		`{"hook":"before-call","call":{"name":"n"}}`:                                                    `names no call_id or name`,
+		`{"hook":"after-call","call":{"call_id":"c","name":"n"}}`:                                      `metaharness's hook answers before-call only`,
+		`{"hook":"before-call","call":{"name":"n"}}`:                                                   `names no call_id or name`,
 		`{"hook":"before-call","call":{"call_id":"c","name":"n","arguments":{"path":"a","path":"b"}}}`: `the key \"path\" is given twice`,
 		`not json`: `the before-call document cannot be read`,
 	} {
