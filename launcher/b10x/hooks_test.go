@@ -327,7 +327,9 @@ func TestACallersHooksFileTheLoopCannotReadIsRefused(t *testing.T) {
 // control line, so both stop its process group, and the call waiting at the
 // hook is denied first (its hook answers, and nothing ran).
 func TestInterruptAndHaltDenyTheCallWaitingAtTheHook(t *testing.T) {
-	script := b10xstandin.Config{Calls: []b10xstandin.Call{writePwned}, Publish: []string{"file_write"}}
+	// A model that never answers after its call: the loop is stopped, it
+	// does not end by itself.
+	script := b10xstandin.Config{Calls: []b10xstandin.Call{writePwned}, Publish: []string{"file_write"}, Hang: true}
 	for cmd, reason := range map[string]string{"interrupt": record.ReasonError, "halt": record.ReasonSteerHalt} {
 		o, ws := hookedRun(t, script, frame.ModeAsk, false, nil, func(string) []string { return []string{command("c1", cmd, "")} })
 		if o.code != exit.Unknown {

@@ -192,7 +192,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if b.CgroupRoot != "" {
 		writes = append(writes, b.CgroupRoot)
 	}
-	named := reads(spec, w)
+	named := reads(spec, w, callerHooks)
 	conf := launcher.Confinement(spec, w, writes, named...)
 	if conf != nil && b.Toolchain != "" && w.Env["CARGO_HOME"] != "" {
 		// The toolchain's roots are bound back whole; cargo keeps the
@@ -227,17 +227,22 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 // socket needs no write access to its mount). Nothing else of
 // XDG_RUNTIME_DIR is bound: agent sockets live there too. Under frame and
 // ask the loop reads the merged hooks file in the scratch tree instead of
-// the caller's.
-func reads(spec *launcher.Spec, w *launcher.World) []string {
+// the caller's, and the program of each of the caller's hooks, named by an
+// absolute path, is bound back so that the loop can start it (what that
+// program reads in turn is the caller's to name).
+func reads(spec *launcher.Spec, w *launcher.World, callerHooks []HookDecl) []string {
 	b := flagsOf(spec)
 	var out []string
 	add := func(p string) {
-		if filepath.IsAbs(p) && !slices.Contains(out, p) {
+		if filepath.IsAbs(p) && !slices.Contains(out, filepath.Clean(p)) {
 			out = append(out, filepath.Clean(p))
 		}
 	}
 	if !decides(spec) {
 		add(b.Hooks)
+	}
+	for _, h := range callerHooks {
+		add(h.Command[0])
 	}
 	for _, p := range []string{b.Prices, b.Driver, b.SubscriptionTokenFile, b.Substrate} {
 		add(p)

@@ -51,6 +51,9 @@ func (r *runner) playCalls(h *hooks, published []string) int {
 		r.print(Line(toolCompleted{"tool-completed", c.CallID, res.Failed}))
 	}
 	r.writeSeen()
+	if r.cfg.Hang {
+		return r.hang()
+	}
 	var said []string
 	for _, res := range r.seen.Results {
 		said = append(said, res.CallID+": "+res.Text)

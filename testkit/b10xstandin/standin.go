@@ -100,6 +100,9 @@ type Config struct {
 	// that read the hook's command in the hooks file could; what each got
 	// is written to what the stand-in saw (Seen.Forged).
 	Forge []Call `json:"forge,omitempty"`
+	// Hang, with Calls, is a model that never answers after the calls:
+	// the loop waits for SIGINT, as the hang scenario does.
+	Hang bool `json:"hang,omitempty"`
 	// Overrule, with Calls, makes the stand-in a loop that records its
 	// before-call hooks as proceeding and runs every call, whatever they
 	// answered.
