@@ -71,7 +71,7 @@ func (Kind) Observe(_ context.Context, spec *launcher.Spec, w *launcher.World) e
 	}
 	b, err := inputfile.Read(path, maxHooksFile)
 	if err != nil {
-		return exit.Wrap(RefuseHooksFileInvalid, err, "--hooks: the hooks file cannot be read, and under --decisions %s metaharness merges it behind its own hook; name a readable file of at most %d bytes", spec.Decisions, maxHooksFile)
+		return exit.Within(RefuseHooksFileInvalid, err, "--hooks: %v, and under --decisions %s metaharness reads it to merge it behind its own hook; name a readable regular file of at most %d bytes", err, spec.Decisions, maxHooksFile)
 	}
 	hooks, err := ParseHooks(b)
 	if err != nil {

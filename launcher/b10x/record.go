@@ -33,8 +33,9 @@ const (
 // tool-completed, usage and warning have events of their own; cost is
 // summed into session.ended.total_cost_usd; hook-ran that blocked or failed
 // and approval-resolved that was denied are warnings (hook-refused,
-// hook-failed, approval-denied), since the loop decides its calls itself and
-// metaharness records no tool.decided; finished is the terminal record;
+// hook-failed, approval-denied), for what the loop's own approver and the
+// caller's hooks refuse is no tool.decided of metaharness's; finished is the
+// terminal record;
 // every other kind, and every line that is not JSON, is opaque. It reads no
 // clock.
 //
