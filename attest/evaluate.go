@@ -112,6 +112,20 @@ const (
 // wireCodes are the codes H13 fails on.
 var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked}
 
+// The warning codes of the hook check (H8), on a kind whose calls
+// metaharness decides at the vendor's own hook and whose record it holds
+// those decisions to (b10x, whose wire nothing sees): a decision request
+// for a call the vendor's record does not show, a call the vendor ran
+// without the hook's answer, and one it ran though the hook denied it.
+const (
+	DecisionNotOnRecord = "DECISION_NOT_ON_RECORD"
+	HookSkipped         = "HOOK_SKIPPED"
+	HookOverruled       = "HOOK_OVERRULED"
+)
+
+// hookCodes are the codes H8 fails on.
+var hookCodes = []string{DecisionNotOnRecord, HookSkipped, HookOverruled}
+
 // EgressRefused is the warning code the launcher writes for each egress
 // attempt the loopback proxy's gate refused; its message names the method
 // and the host. H12 lists them.
@@ -181,6 +195,8 @@ type scanned struct {
 	results   map[string]bool
 	texts     int
 	wire      *record.Warning
+	// H8: the first warning of the hook check.
+	hook *record.Warning
 	// requestsNotOnWire counts the DecisionNotOnWire warnings.
 	requestsNotOnWire int
 }
@@ -214,6 +230,10 @@ func scan(lines []*record.EventLine) scanned {
 			switch {
 			case ev.Code == EgressRefused:
 				s.egress = append(s.egress, ev.Message)
+			case slices.Contains(hookCodes, ev.Code):
+				if s.hook == nil {
+					s.hook = ev
+				}
 			case slices.Contains(wireCodes, ev.Code):
 				if s.wire == nil {
 					s.wire = ev
@@ -311,6 +331,12 @@ func judge(spec RowSpec, s scanned, l Launch) (string, string) {
 			return OK, "the copied inputs are digested: sha256:" + *d
 		}
 		return OK, "no input tree was copied, so nothing could move"
+	case H8:
+		v, d := fromAttestation(att, st)
+		if v == OK && s.hook != nil {
+			return Gap, s.hook.Code + ": " + s.hook.Message
+		}
+		return v, d
 	case H12:
 		v, d := fromAttestation(att, st)
 		return v, d + "; " + egressDetail(s.egress)

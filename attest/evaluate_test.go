@@ -302,3 +302,20 @@ func TestKilledAfterTheTerminalRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestTheHookCheckIsH8: on a kind whose calls are decided at the vendor's
+// own hook and held to its record (b10x), each finding of that check is a
+// gap on H8, the first one named; without one H8 stands as imposed.
+func TestTheHookCheckIsH8(t *testing.T) {
+	for _, code := range []string{DecisionNotOnRecord, HookSkipped, HookOverruled} {
+		evs := []record.Event{cleanStarted(), &record.Warning{Code: code, Message: "call c1"}, &record.Warning{Code: HookSkipped, Message: "call c2"}, ended()}
+		r := rowOf(t, Evaluate(stream(evs...), cleanLaunch()), H8)
+		if r.Verdict != Gap || r.Detail != code+": call c1" {
+			t.Errorf("%s: H8 %s — %s", code, r.Verdict, r.Detail)
+		}
+	}
+	r := rowOf(t, Evaluate(stream(cleanStarted(), &record.Warning{Code: "hook-refused", Message: "the caller's hook"}, ended()), cleanLaunch()), H8)
+	if r.Verdict != OK {
+		t.Errorf("a hook's own refusal is no finding: H8 %s — %s", r.Verdict, r.Detail)
+	}
+}

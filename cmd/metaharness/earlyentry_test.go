@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/confine"
+	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
 
 // TestEarlyEntrySkipsTheHeavyInits: the processes metaharness starts of
 // itself on the vendor's path (the confined child's init, the command
-// sandbox, Claude Code's hook)
+// sandbox, Claude Code's hook, the b10x loop's hook)
 // end in internal/earlyentry's initialiser, before mcp-go's schema library
 // compiles its meta-schemas; every other invocation initialises everything.
 // The test binary links what metaharness links, so, reached by the name
@@ -66,6 +68,22 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	}
 	if !strings.Contains(stdout, `"permissionDecision":"deny"`) {
 		t.Errorf("internal-hook answered %q, want a deny", stdout)
+	}
+	// The b10x loop's hook answers with its exit status: a block, 2.
+	cmd := exec.Command(mh, b10xhook.Args(t.TempDir()+"/gone.sock")...)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	cmd.Stdin = strings.NewReader(`{"hook":"before-call","call":{"call_id":"c1","name":"file_read","arguments":{}},"entry":"file_read","workspace":"/w"}` + "\n")
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	var ee *exec.ExitError
+	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != b10xhook.Block {
+		t.Errorf("internal-b10x-hook exited %v, want %d", err, b10xhook.Block)
+	}
+	if strings.Contains(errb.String(), heavy) {
+		t.Errorf("internal-b10x-hook initialised %s:\n%s", heavy, errb.String())
+	}
+	if !strings.HasPrefix(out.String(), `{"reason":"metaharness's decision channel did not answer`) {
+		t.Errorf("internal-b10x-hook answered %q, want a block", out.String())
 	}
 }
 

@@ -63,8 +63,11 @@ func copyExecutable(from, to string) error {
 // call waiting at its seam), ACTION is done:
 //
 //	allow, deny:REASON   a tool.decide for that event's call
+//	replace:INPUT        a tool.decide replacing that call's input (JSON)
 //	interrupt, halt      that command
 //	SIGTERM, SIGINT, SIGHUP   that signal to PROGRAM
+//
+// ACTION may be several, joined by ';', done in that order for one event.
 //
 // stdin stays open until PROGRAM's stdout ends, then it is closed; the
 // embedder exits with PROGRAM's status.
@@ -143,30 +146,39 @@ func answer(line []byte, rule [2]string, stdin io.Writer, p *os.Process, sent *i
 	if json.Unmarshal(line, &ev) != nil || ev.Event != rule[0] || (ev.Event == "tool.requested" && !ev.DecisionRequired) {
 		return false
 	}
-	action := rule[1]
+	for _, action := range strings.Split(rule[1], ";") {
+		act(action, ev.CallID, stdin, p, sent)
+	}
+	return true
+}
+
+// act does one action of a rule, for call (the event's call_id).
+func act(action, call string, stdin io.Writer, p *os.Process, sent *int) {
 	*sent++
 	id := fmt.Sprintf("embedder-%d", *sent)
 	var cmd map[string]any
 	signals := map[string]syscall.Signal{"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP}
 	if sig, ok := signals[action]; ok {
 		_ = p.Signal(sig)
-		return true
+		return
 	}
 	switch {
 	case action == "interrupt" || action == "halt":
 		cmd = map[string]any{"command": action, "reason": nil}
-	case action == "allow" || strings.HasPrefix(action, "deny:"):
+	case action == "allow" || strings.HasPrefix(action, "deny:") || strings.HasPrefix(action, "replace:"):
 		d := map[string]any{"decision": "allow"}
 		if reason, ok := strings.CutPrefix(action, "deny:"); ok {
 			d = map[string]any{"decision": "deny", "reason": reason}
 		}
-		cmd = map[string]any{"command": "tool.decide", "call_id": ev.CallID, "decision": d}
+		if input, ok := strings.CutPrefix(action, "replace:"); ok {
+			d = map[string]any{"decision": "replace", "input": json.RawMessage(input)}
+		}
+		cmd = map[string]any{"command": "tool.decide", "call_id": call, "decision": d}
 	default:
 		fmt.Fprintf(os.Stderr, "embedder: no action %q\n", action)
-		return true
+		return
 	}
 	cmd["format"], cmd["id"] = "metaharness.command/1", id
 	b, _ := json.Marshal(cmd)
 	_, _ = stdin.Write(append(b, '\n'))
-	return true
 }

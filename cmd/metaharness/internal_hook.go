@@ -4,19 +4,30 @@ import (
 	"fmt"
 
 	"github.com/metaharness/metaharness/exit"
+	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/kinds/hooks"
 )
 
-// hookCmd is the PreToolUse hook a claude run installs (launcher/kinds/hooks).
-// It always exits 0: a failure is a deny with the reason on stdout.
+// hookCmd is a kind's hook program (launcher/kinds/hooks): Claude Code's
+// PreToolUse hook always exits 0, its answer on stdout; the b10x loop's
+// before-call hook answers with its exit status.
 type hookCmd struct {
 	Socket string `required:"" help:"The run's decision channel."`
 }
 
-func (c *hookCmd) run(e *env) (exit.Code, error) {
-	h, ok := hooks.Lookup("internal-hook")
+func (c *hookCmd) runAs(verb string, e *env) (exit.Code, error) {
+	h, ok := hooks.Lookup(verb)
 	if !ok {
-		return exit.Refused, fmt.Errorf("internal: no hook program is started as internal-hook")
+		return exit.Refused, fmt.Errorf("internal: no hook program is started as %s", verb)
 	}
-	return exit.OK, h.Run(e.stdin, e.stdout, c.Socket)
+	status, err := h.Run(e.stdin, e.stdout, c.Socket)
+	return exit.Code(status), err
 }
+
+func (c *hookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-hook", e) }
+
+// b10xHookCmd is the b10x loop's before-call hook a run under frame or ask
+// puts first in the loop's hooks file.
+type b10xHookCmd struct{ hookCmd }
+
+func (c *b10xHookCmd) run(e *env) (exit.Code, error) { return c.runAs(b10xhook.Verb, e) }

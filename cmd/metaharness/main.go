@@ -17,7 +17,7 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	_ "github.com/metaharness/metaharness/internal/earlyentry" // internal-init and internal-hook, before the heavy inits
+	_ "github.com/metaharness/metaharness/internal/earlyentry" // internal-init and the hooks, before the heavy inits
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -37,8 +37,9 @@ type cli struct {
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
 	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message)."`
 
-	InternalHook hookCmd `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
-	InternalInit initCmd `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
+	InternalHook     hookCmd     `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
+	InternalB10xHook b10xHookCmd `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`
+	InternalInit     initCmd     `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
 }
 
 // env is what a verb may touch: its streams, its environment and the

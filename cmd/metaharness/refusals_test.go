@@ -65,6 +65,19 @@ var unreachable = map[exit.Name]func() (bool, string){
 		}
 		return true, "every kind confines its child, so --unconfined always has a confinement to leave out"
 	},
+	launcher.RefuseDecisionsUnsupported: func() (bool, string) {
+		for _, k := range kinds.All() {
+			if _, built := k.(launcher.Runner); !built {
+				continue
+			}
+			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
+				if s == launcher.Absent {
+					return false, "run " + k.Descriptor().Name + " is built and --decisions " + mode + " is absent there"
+				}
+			}
+		}
+		return true, "every kind whose run is built has each decision mode (b10x decides through the loop's hooks file since issue 28)"
+	},
 	launcher.RefuseDecisionsUnverified: func() (bool, string) {
 		for _, k := range kinds.All() {
 			if _, built := k.(launcher.Runner); !built {

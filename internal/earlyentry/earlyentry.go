@@ -1,7 +1,8 @@
-// Package earlyentry runs the two processes metaharness starts of itself on
-// a vendor's path — internal-init, PID 1 of every confined child, and
-// internal-hook, which Claude Code starts for every tool call — from a
-// package initialiser, before the binary's heavier libraries initialise.
+// Package earlyentry runs the processes metaharness starts of itself on a
+// vendor's path — internal-init, PID 1 of every confined child, and the
+// kinds' hook programs (launcher/kinds/hooks), which Claude Code and the
+// b10x loop start for every tool call — from a package initialiser, before
+// the binary's heavier libraries initialise.
 //
 // Why: Go initialises packages in import-path order as far as their imports
 // allow (The Go Programming Language Specification, "Package
@@ -62,11 +63,12 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if h, socket, ok := hooks.Take(args); ok {
 		return func(stdin io.Reader, stdout, stderr io.Writer) int {
-			if err := h.Run(stdin, stdout, socket); err != nil {
+			status, err := h.Run(stdin, stdout, socket)
+			if err != nil {
 				fmt.Fprintln(stderr, exit.Line(err))
 				return int(exit.Refused)
 			}
-			return 0
+			return status
 		}
 	}
 	return nil

@@ -2,6 +2,9 @@ package b10x_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/metaharness/metaharness/launcher/b10x"
@@ -40,6 +43,43 @@ func FuzzReader(f *testing.F) {
 		end := r.End()
 		if (r.Terminal() != nil) == (len(end) > 0) || len(end) > 1 {
 			t.Fatalf("terminal %v, end %v", r.Terminal(), end)
+		}
+	})
+}
+
+// FuzzParseHooks: the caller's hooks file is outside input. Whatever it
+// holds, ParseHooks refuses it or returns declarations the loop reads (a
+// known point, an argv, a tools list only where it means something and
+// never empty), which re-encode as a file ParseHooks reads the same way.
+func FuzzParseHooks(f *testing.F) {
+	for _, s := range []string{
+		`{"version":1,"hooks":[{"on":"before-call","tools":["file_write"],"command":["/g","--x"]},{"on":"stop","command":["t"]}]}`,
+		`{"version":1,"hooks":[]}`, `{"version":1}`, `{"hooks":[]}`, `{"version":2,"hooks":[]}`,
+		`{"version":1,"hooks":[{"on":"after-call","tools":[],"command":["x"]}]}`,
+		`{"version":1,"hooks":[{"on":"transition","tools":["run"],"command":["x"]}]}`,
+		`{"version":1,"hooks":[{"on":"before-call","command":["x"],"command":["y"]}]}`,
+		`{"version":1,"Version":1,"hooks":[]}`, `{"version":1,"hooks":null}`, `[]`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		hooks, err := b10x.ParseHooks(data)
+		if err != nil {
+			return
+		}
+		for i, h := range hooks {
+			onCall := h.On == "before-call" || h.On == "after-call"
+			if !slices.Contains(b10x.HookPoints, h.On) || len(h.Command) == 0 || (h.Tools != nil && (len(h.Tools) == 0 || !onCall)) {
+				t.Fatalf("hook %d of %q: %+v", i+1, data, h)
+			}
+		}
+		b, err := json.Marshal(b10x.HooksFile{Version: b10x.HooksVersion, Hooks: hooks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := b10x.ParseHooks(b)
+		if err != nil || !reflect.DeepEqual(again, hooks) && !(len(again) == 0 && len(hooks) == 0) {
+			t.Fatalf("%q re-encodes as %s, read as %+v, %v", data, b, again, err)
 		}
 	})
 }

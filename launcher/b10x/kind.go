@@ -1,16 +1,19 @@
 // Package b10x holds everything specific to the beyond10x loop
-// (b10x-harness), which metaharness observes and never drives: the pure
-// launch plan (Plan, pinned by the C1 vectors in
+// (b10x-harness): the pure launch plan (Plan, pinned by the C1 vectors in
 // conformance/testdata/c1/b10x), the reader of its --json record (Reader,
 // pinned by the C2 vectors), the session that reads it during a run, the
 // flag probe doctor runs, and the descriptor.
 //
-// The loop is a direct provider: it dials the model itself, decides its own
-// calls (metaharness launches it with --approve-up-to high and records what
-// it did), and carries no caller's catalogue. So only --decisions observe
-// is offered, no tool.decided is ever written, and what the loop refused or
-// blocked arrives as warnings (hook-refused, hook-failed, approval-denied,
-// unpublished-tool, program-refused).
+// The loop is a direct provider: it dials the model itself and carries no
+// caller's catalogue. Under --decisions observe it decides its own calls
+// (metaharness launches it with --approve-up-to high and records what it
+// did, no tool.decided), and what it refused or blocked arrives as warnings
+// (hook-refused, hook-failed, approval-denied, unpublished-tool,
+// program-refused). Under frame and ask metaharness decides every call the
+// loop's approver admits through the loop's own caller seam, its hooks
+// file: the plan puts metaharness's before-call hook (launcher/b10x/hook)
+// first, and the session answers it through the engine, held to the loop's
+// record (docs/b10x-hooks.md).
 package b10x
 
 import (
@@ -45,30 +48,32 @@ var memory = attest.Memory{Shapes: []string{"CLAUDE.md", "AGENTS.md"}}
 const RecordFormat = "b10x-jsonl"
 
 // Capabilities is the b10x descriptor. What it claims is what the tests
-// drive: observe (the run loop against the stand-in), kill (interrupt and
-// halt stop the loop's process group). metaharness has no seam into the
-// loop's calls or turns, and fixes none of its offered tools, so those
-// tiers are absent; frame and ask would need the call seam.
+// drive against the stand-in, which runs hooks as the loop does: the call
+// tier by the before-call hook (frame, ask and observe; tool.decide answers
+// it, and a replace is refused at that seam, which takes no new input),
+// kill (interrupt and halt stop the loop's process group, which takes no
+// control line). metaharness fixes none of the loop's offered tools and
+// has no way into a turn, so those tiers are absent.
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
 		Adapter:        launcher.AdapterName{ID: "b10x", Class: "direct_provider"},
 		VersionsPinned: []string{Pin},
 		Tiers: launcher.Tiers{
-			Registration: launcher.Absent, Call: launcher.Absent,
+			Registration: launcher.Absent, Call: launcher.Delivered,
 			Turn: launcher.Absent, Kill: launcher.Delivered,
 		},
 		Commands: map[string]launcher.CommandSupport{
 			"interrupt":      launcher.Honoured,
 			"halt":           launcher.Honoured,
-			"tool.decide":    launcher.RefusedWith(record.UnsupportedControl),
+			"tool.decide":    launcher.Honoured,
 			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
 			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
 			"steer":          launcher.RefusedWith(record.UnsupportedControl),
 			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
 		},
 		DecisionModes: map[string]launcher.Status{
-			"observe": launcher.Delivered, "frame": launcher.Absent, "ask": launcher.Absent,
+			"observe": launcher.Delivered, "frame": launcher.Delivered, "ask": launcher.Delivered,
 		},
 		Rendering: map[string]*string{
 			"file.read": s("file_read"), "file.write": s("file_write"), "file.edit": s("file_edit"),
@@ -90,6 +95,7 @@ var (
 	_ launcher.SpecChecker = Kind{}
 	_ launcher.EnvChecker  = Kind{}
 	_ launcher.FlagsKind   = Kind{}
+	_ launcher.Observer    = Kind{}
 )
 
 func (Kind) Descriptor() *launcher.Descriptor {
@@ -105,7 +111,6 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		Rules: launcher.Rules{
 			PromptOptional: true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
-			NoDecisions:    "metaharness observes the loop and decides nothing there; pass --decisions observe",
 			Credentials: map[launcher.Credentials]string{
 				launcher.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
 				launcher.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
@@ -124,9 +129,12 @@ func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error)
 	return Plan(spec, w)
 }
 
-// VendorTimeout: the loop asks metaharness nothing, so no deadline is ever
-// armed; the engine's default stands.
-func (Kind) VendorTimeout() time.Duration              { return 0 }
+// HookTimeout is how long the loop waits for one hook (its HOOK_TIMEOUT):
+// the engine's deadline for a call at the before-call hook is strictly
+// inside it.
+const HookTimeout = 60 * time.Second
+
+func (Kind) VendorTimeout() time.Duration              { return HookTimeout }
 func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
 func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/b10x/hook"
 )
 
 // KeyEnv is the variable --credentials api-key reads by name and hands the
@@ -117,7 +118,18 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		args = append(args, flag, v)
 	}
-	if b.Hooks != "" {
+	var files []launcher.File
+	var callerHooks []HookDecl
+	switch {
+	case decides(spec):
+		merged, caller, err := mergedHooks(w)
+		if err != nil {
+			return nil, err
+		}
+		callerHooks = caller
+		files = append(files, launcher.File{Path: hooksPath(w), Mode: 0o400, Content: merged})
+		opt("--hooks", hooksPath(w))
+	case b.Hooks != "":
 		opt("--hooks", b.Hooks)
 	}
 	cred, err := credential(spec, w, env, opt)
@@ -148,7 +160,6 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		args = append(args, "--scope-announce", "silent")
 	}
 	dirs := []string{config}
-	var files []launcher.File
 	for i, f := range w.ContextFiles {
 		p := filepath.Join(w.Scratch, "context", strconv.Itoa(i), filepath.FromSlash(f.Path))
 		dirs = appendParents(dirs, w.Scratch, filepath.Dir(p))
@@ -181,7 +192,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if b.CgroupRoot != "" {
 		writes = append(writes, b.CgroupRoot)
 	}
-	named := reads(spec, w)
+	named := reads(spec, w, callerHooks)
 	conf := launcher.Confinement(spec, w, writes, named...)
 	if conf != nil && b.Toolchain != "" && w.Env["CARGO_HOME"] != "" {
 		// The toolchain's roots are bound back whole; cargo keeps the
@@ -190,7 +201,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			conf.Covered = append(conf.Covered, filepath.Join(w.Env["CARGO_HOME"], f))
 		}
 	}
-	claim := attestation(spec, w, cwd, config, env, cred)
+	claim := attestation(spec, w, cwd, config, env, cred, callerHooks)
 	launcher.AttestConfinement(claim, conf, spec, w)
 	if conf != nil {
 		boundBack(claim, named, flagsOf(spec).APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
@@ -214,16 +225,26 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 // card, driver, token file, substrate socket), a declared toolchain's
 // roots, and under --api-key-secret the session bus socket (connecting to a
 // socket needs no write access to its mount). Nothing else of
-// XDG_RUNTIME_DIR is bound: agent sockets live there too.
-func reads(spec *launcher.Spec, w *launcher.World) []string {
+// XDG_RUNTIME_DIR is bound: agent sockets live there too. Under frame and
+// ask the loop reads the merged hooks file in the scratch tree instead of
+// the caller's, and the program of each of the caller's hooks, named by an
+// absolute path, is bound back so that the loop can start it (what that
+// program reads in turn is the caller's to name).
+func reads(spec *launcher.Spec, w *launcher.World, callerHooks []HookDecl) []string {
 	b := flagsOf(spec)
 	var out []string
 	add := func(p string) {
-		if filepath.IsAbs(p) && !slices.Contains(out, p) {
+		if filepath.IsAbs(p) && !slices.Contains(out, filepath.Clean(p)) {
 			out = append(out, filepath.Clean(p))
 		}
 	}
-	for _, p := range []string{b.Hooks, b.Prices, b.Driver, b.SubscriptionTokenFile, b.Substrate} {
+	if !decides(spec) {
+		add(b.Hooks)
+	}
+	for _, h := range callerHooks {
+		add(h.Command[0])
+	}
+	for _, p := range []string{b.Prices, b.Driver, b.SubscriptionTokenFile, b.Substrate} {
 		add(p)
 	}
 	if b.Toolchain != "" {
@@ -338,7 +359,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 	return "no credential reaches the child (--credentials none): the loop sends no auth header", nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string) *attest.Claim {
+func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	var names []string
 	for k := range env {
@@ -352,9 +373,16 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env
 	c.Impose(attest.H4, credHow)
 	c.Impose(attest.H5, "no --mcp-profile: the loop connects to no MCP server")
 	c.Impose(attest.H6, "no credential file is written or copied for the loop")
+	given := flagsOf(spec).Hooks
 	hooks := "no --hooks file is declared"
-	if flagsOf(spec).Hooks != "" {
-		hooks = "the declared --hooks " + flagsOf(spec).Hooks + " is passed as given"
+	switch {
+	case decides(spec):
+		hooks = "--hooks " + hooksPath(w) + ", which metaharness wrote, declares its own hook (" + hook.Verb + ") first at before-call for every tool, so every call the approver admits is decided by metaharness before it runs"
+		if given != "" {
+			hooks += fmt.Sprintf("; the caller's --hooks %s follows, its %d declaration(s) in their order", given, len(callerHooks))
+		}
+	case given != "":
+		hooks = "the declared --hooks " + given + " is passed as given"
 	}
 	c.Impose(attest.H8, "--approve-up-to high and never --yes, so calls above the ceiling still reach the loop's approver; "+hooks)
 	attest.AttestWorkdir(attest.Workdir{
@@ -362,13 +390,22 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, c)
 	c.Unavailable(attest.H12, "no egress gate: b10x is a direct provider that dials --model-endpoint itself, and only --credentials loopback, which the loop does not carry, puts the proxy between a child and the network")
-	c.Unavailable(attest.H13, "the wire is not seen: the loop dials its provider itself, past the loopback proxy, so nothing outside it reads what the model said")
-	c.Ambient("observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
+	wire := "the wire is not seen: the loop dials its provider itself, past the loopback proxy, so nothing outside it reads what the model said"
+	if decides(spec) {
+		wire += "; each decision request is held to the loop's own record instead (answered once per call the record shows, with its name and arguments)"
+		c.Ambient(string(spec.Decisions) + " mode: the loop's approver (--approve-up-to high) sees each call first, and metaharness decides, at its before-call hook, every call the approver admits")
+	} else {
+		c.Ambient("observe mode: the loop decides its own calls (--approve-up-to high); metaharness records them and decides none")
+	}
+	c.Unavailable(attest.H13, wire)
 	if flagsOf(spec).APIKeySecret != "" {
 		c.Ambient("the session bus: the loop opens the OS secret store over it to read its key; metaharness does not assert that the store opens under this floor, the loop's record says whether it did")
 	}
-	if flagsOf(spec).Hooks != "" {
-		c.Ambient("hooks file " + flagsOf(spec).Hooks + ": programs the loop runs at its call points")
+	switch {
+	case given != "" && decides(spec):
+		c.Ambient("hooks file " + given + ": the caller's programs the loop runs at its call points, behind metaharness's hook at before-call")
+	case given != "":
+		c.Ambient("hooks file " + given + ": programs the loop runs at its call points")
 	}
 	return c
 }

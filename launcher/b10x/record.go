@@ -33,8 +33,9 @@ const (
 // tool-completed, usage and warning have events of their own; cost is
 // summed into session.ended.total_cost_usd; hook-ran that blocked or failed
 // and approval-resolved that was denied are warnings (hook-refused,
-// hook-failed, approval-denied), since the loop decides its calls itself and
-// metaharness records no tool.decided; finished is the terminal record;
+// hook-failed, approval-denied), for what the loop's own approver and the
+// caller's hooks refuse is no tool.decided of metaharness's; finished is the
+// terminal record;
 // every other kind, and every line that is not JSON, is opaque. It reads no
 // clock.
 //
@@ -51,6 +52,32 @@ type Reader struct {
 	turnText strings.Builder // what the current turn streamed
 	terminal *record.SessionEnded
 	refused  *string
+	fact     *Fact // what the last line said of one call
+}
+
+// Fact is what one line of the record says about one call: the call the
+// model made (tool-requested), what the loop's hooks decided at a point
+// (hook-ran), or how it ended (tool-completed). A session that decides the
+// loop's calls holds the record to its answers through them.
+type Fact struct {
+	Kind   string // tool-requested, hook-ran or tool-completed
+	CallID string
+	// tool-requested
+	Name      string
+	Arguments json.RawMessage
+	// hook-ran: the point and the decision's kind and reason
+	Point, Decision, Reason string
+	// tool-completed
+	Failed bool
+}
+
+// Fact is what the line Read last mapped says of a call, when it is one
+// of the three kinds that do.
+func (r *Reader) Fact() (Fact, bool) {
+	if r.fact == nil {
+		return Fact{}, false
+	}
+	return *r.fact, true
 }
 
 var (
@@ -109,6 +136,7 @@ type rec struct {
 	Code    string  `json:"code"`
 	Message string  `json:"message"`
 	// tool-requested, tool-completed, approval-resolved, hook-ran
+	Point     string          `json:"point"`
 	CallID    string          `json:"call_id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
@@ -135,6 +163,7 @@ type rec struct {
 // approval granted).
 func (r *Reader) Read(raw []byte) []launcher.Item {
 	r.line++
+	r.fact = nil
 	raw = bytes.TrimRight(raw, "\r\n")
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil
@@ -166,8 +195,10 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		r.turnText.WriteString(*v.Text)
 		return r.items(&record.Text{Text: *v.Text})
 	case "tool-requested":
+		r.fact = &Fact{Kind: v.Kind, CallID: v.CallID, Name: v.Name, Arguments: v.Arguments}
 		return r.items(&record.ToolRequested{CallID: v.CallID, Name: v.Name, Input: v.Arguments, Seam: record.SeamNone})
 	case "tool-completed":
+		r.fact = &Fact{Kind: v.Kind, CallID: v.CallID, Failed: v.Failed != nil && *v.Failed}
 		return r.items(&record.ToolResult{CallID: v.CallID, IsError: v.Failed})
 	case "usage":
 		model := v.Model
@@ -187,6 +218,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		if v.Decision == nil {
 			break
 		}
+		r.fact = &Fact{Kind: v.Kind, CallID: v.CallID, Point: v.Point, Decision: v.Decision.Kind, Reason: v.Decision.Reason}
 		switch v.Decision.Kind {
 		case "proceed":
 			return nil

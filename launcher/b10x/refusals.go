@@ -24,6 +24,11 @@ const (
 	RefuseWriteScopeInvalid                   exit.Name = "write-scope-invalid"
 	RefuseSubstrateWorkspaceName              exit.Name = "substrate-workspace-name"
 
+	// Observe: under --decisions frame or ask, the caller's --hooks file,
+	// which metaharness merges behind its own hook, is not one the loop
+	// reads.
+	RefuseHooksFileInvalid exit.Name = "hooks-file-invalid"
+
 	// Session: the loop's refused record, after the spawn and before any
 	// model request.
 	RefuseContextUnreadable       exit.Name = "b10x-context-unreadable"

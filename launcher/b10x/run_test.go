@@ -130,12 +130,14 @@ func spec() *launcher.Spec {
 }
 
 // watched is a run's stdout that says when a line holding a marker was
-// written.
+// written, and hands each whole line to each, when set.
 type watched struct {
 	mu     sync.Mutex
 	buf    bytes.Buffer
 	marker string
 	seen   chan struct{}
+	each   func(line []byte)
+	read   int // what each has been handed
 }
 
 func (w *watched) Write(p []byte) (int, error) {
@@ -145,6 +147,15 @@ func (w *watched) Write(p []byte) (int, error) {
 	if w.seen != nil && bytes.Contains(p, []byte(w.marker)) {
 		close(w.seen)
 		w.seen = nil
+	}
+	for w.each != nil {
+		rest := w.buf.Bytes()[w.read:]
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		w.read += i + 1
+		w.each(rest[:i])
 	}
 	return len(p), nil
 }

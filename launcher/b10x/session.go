@@ -6,17 +6,21 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/record"
 )
 
-// NewSession: the loop is a child whose record is read and never answered.
-// Its calls are shown to the engine as observations (tool.requested, no
-// decision); its turns open the engine's turns.
+// NewSession: the loop is a child whose record is read and never answered
+// on a wire of its own. Under observe its calls are shown to the engine as
+// observations (tool.requested, no decision); under frame and ask each is
+// held until metaharness's before-call hook presents it, and decided then
+// (Answer). Its turns open the engine's turns.
 func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
-	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}}
+	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}, hooked: decides(spec), book: newBook()}
 }
 
 type session struct {
@@ -24,35 +28,95 @@ type session struct {
 	plan   *launcher.Plan
 	spec   *launcher.Spec
 	reader *Reader
+	// hooked: the plan put metaharness's hook first in the loop's hooks
+	// file, so every call the approver admits is decided at it.
+	hooked bool
+	book   *book
 }
 
-var _ launcher.Refuser = (*session)(nil)
+var (
+	_ launcher.Refuser  = (*session)(nil)
+	_ launcher.Answerer = (*session)(nil)
+)
 
 // Drive reads stdout to its end, each line kept in the transcript before it
 // is mapped; the terminal record is held back for the run to set the
-// census into.
+// census into. Under frame and ask each line that says something of a call
+// is held to metaharness's answers first (book.hold).
 func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
 	eng := s.run.Engine()
 	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
-		for _, it := range s.reader.Read(line) {
+		items := s.reader.Read(line)
+		fact, isFact := s.reader.Fact()
+		ours, found := false, []*record.Warning(nil)
+		if s.hooked && isFact {
+			ours, found = s.book.hold(fact)
+		}
+		for _, it := range items {
 			switch ev := it.Event.(type) {
 			case *record.SessionStarted:
 				s.run.Started("", ev)
 			case *record.TurnStarted:
 				_ = eng.StartTurn(ev.Turn, nil)
 			case *record.ToolRequested:
-				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam})
+				seam := ev.Seam
+				if s.hooked {
+					seam = record.SeamHook // held until the hook presents it: one tool.requested
+				}
+				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: seam})
+			case *record.ToolResult:
+				eng.Settle(ev.CallID) // the call first, if no seam presented it
+				s.run.Emit("", ev)
+			case *record.Warning:
+				if !ours { // a block with metaharness's own reason is its tool.decided already
+					s.run.Emit("", ev)
+				}
 			case *record.SessionEnded:
 			default:
 				s.run.Emit("", ev)
 			}
 		}
+		if s.hooked && isFact && fact.Kind == "tool-requested" {
+			s.book.show(fact) // after the engine holds it, so the hook's presentation meets it
+		}
+		for _, w := range found {
+			s.run.Emit("", w)
+		}
 	}, func() { s.run.Emit("", launcher.LineTooLong("the b10x loop")) })
+	s.book.end()
 	for _, it := range s.reader.End() {
 		s.run.Emit("", it.Event)
 	}
 	return s.reader.Terminal()
+}
+
+// Answer decides a request of the decision channel: under frame and ask,
+// the before-call hook's, for a call the loop's record shows and only once
+// for each time it shows it (the loop dials its provider itself, so its
+// record is what a request is held to). The call is presented as one that
+// runs only as asked: the hook cannot hand the loop a new input. Anything
+// else is denied at once, and recorded.
+func (s *session) Answer(ctx context.Context, req decide.Request) record.Decision {
+	why := ""
+	switch {
+	case !s.hooked:
+		why = fmt.Sprintf("under --decisions %s metaharness decides none of the loop's calls", s.spec.Decisions)
+	case req.Seam != record.SeamHook:
+		why = "the loop is asked about its calls only at its before-call hook, and this request is at the " + req.Seam + " seam"
+	default:
+		why = s.book.claim(ctx, req)
+	}
+	if why != "" {
+		s.run.Emit("", &record.Warning{Code: attest.DecisionNotOnRecord, Message: fmt.Sprintf("a decision request at the %s seam for %s (%s) was denied at once: %s", req.Seam, req.CallID, req.Tool, why)})
+		return record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
+	}
+	if d := s.run.Verify(req); d != nil {
+		return *d
+	}
+	d := s.run.Engine().Decide(ctx, frame.Call{CallID: req.CallID, Name: req.Tool, Input: req.Input, Seam: record.SeamHook, NoReplace: true}, nil)
+	s.book.answered(req.CallID, d)
+	return d
 }
 
 // Control: the loop takes no control line, so interrupting or halting it is

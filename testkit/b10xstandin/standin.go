@@ -9,11 +9,19 @@
 // `run` parses the flags of the 2026-09-18 argv contract as clap does (an
 // unknown or malformed flag exits 1, with a refused record only when --json
 // is in argv); a run without --base-url and --model is refused on stderr
-// alone; an unreadable --context, --hooks or --prices file, a missing key
-// variable or credential file, or a secret the store does not hold is a
-// refused record and exit 1; otherwise it prints started, then the records
-// of a scenario, and exits 0 when the run completed, 2 when it stopped
-// otherwise, 1 when the provider refused it (no terminal record).
+// alone; an unreadable --context or --prices file, a --hooks file the
+// loop's rules refuse, a missing key variable or credential file, or a
+// secret the store does not hold is a refused record and exit 1; otherwise
+// it prints started, then the records of a scenario, and exits 0 when the
+// run completed, 2 when it stopped otherwise, 1 when the provider refused
+// it (no terminal record).
+//
+// A scenario's records are fixed, hook-ran lines included: it stands for a
+// loop whatever its hooks file says. A script's Calls are played as the
+// loop's source plays them (calls.go, hooks.go): every hook of the --hooks
+// file is run at its point, with the loop's argv, stdin document,
+// environment, timeout, output bound and exit statuses, and what the model
+// read back for each call is written to what the stand-in saw.
 //
 // Beyond the contract it takes --api-key-secret NAME, which SPEC §6 gives
 // the loop: it reads the key with `secret-tool lookup service b10x-harness
@@ -79,6 +87,26 @@ type Config struct {
 	// Now fixes the clock of the context manifest (RFC 3339), for records
 	// that must not change from run to run.
 	Now string `json:"now,omitempty"`
+	// Calls, when set, are the tool calls the model makes in turn 1,
+	// which the stand-in runs as the loop does, through the --hooks
+	// file's hooks (playCalls), instead of a scenario; Publish, when set,
+	// replaces the tools it publishes.
+	Calls   []Call   `json:"calls,omitempty"`
+	Publish []string `json:"publish,omitempty"`
+	// HookTimeoutMS shortens the loop's 60-second hook timeout.
+	HookTimeoutMS int `json:"hook_timeout_ms,omitempty"`
+	// Forge, with Calls, are calls the model never made, put to the
+	// before-call hooks right after the first call is recorded, as an agent
+	// that read the hook's command in the hooks file could; what each got
+	// is written to what the stand-in saw (Seen.Forged).
+	Forge []Call `json:"forge,omitempty"`
+	// Hang, with Calls, is a model that never answers after the calls:
+	// the loop waits for SIGINT, as the hang scenario does.
+	Hang bool `json:"hang,omitempty"`
+	// Overrule, with Calls, makes the stand-in a loop that records its
+	// before-call hooks as proceeding and runs every call, whatever they
+	// answered.
+	Overrule bool `json:"overrule,omitempty"`
 }
 
 // Seen is what the stand-in was started with, written for tests.
@@ -98,6 +126,10 @@ type Seen struct {
 	Instructions string `json:"instructions,omitempty"`
 	// ModelStatus is the HTTP status of the model request (CallModel).
 	ModelStatus int `json:"model_status,omitempty"`
+	// Results are what the model read back for each of the script's
+	// calls, and Forged what the hooks answered each forged one.
+	Results []Result `json:"results,omitempty"`
+	Forged  []Result `json:"forged,omitempty"`
 }
 
 // Main runs the stand-in on argv (without the program name) and returns its
@@ -199,9 +231,10 @@ func (r *runner) run() int {
 	if r.cfg.Refuse != "" {
 		return r.refuse(r.cfg.Refuse)
 	}
+	h := &hooks{workspace: ws, timeout: r.cfg.hookTimeout(), env: hookEnv(a)}
 	if p := a.get("hooks"); p != "" {
-		if _, err := os.ReadFile(p); err != nil {
-			return r.refuse(fmt.Sprintf("reading the hooks file `%s`: %s", p, osError(err)))
+		if h.decls, err = loadHooks(p); err != nil {
+			return r.refuse(err.Error())
 		}
 	}
 	var card rates
@@ -237,10 +270,14 @@ func (r *runner) run() int {
 	}
 	r.seen.Instructions = render(layers)
 
+	published := defaultTools
+	if r.cfg.Publish != nil {
+		published = r.cfg.Publish
+	}
 	st := Started{
 		Kind: "started", Model: a.get("model"),
-		PublishedTools: []string{"file_read", "dir_list", "search", "find"},
-		Operations:     []string{"file.read", "dir.list", "search", "find"},
+		PublishedTools: published,
+		Operations:     operations(published),
 		Withheld:       []Withheld{}, Skills: []string{}, Agents: []string{}, Profiles: []Digested{},
 		Toolchains: []Digested{}, CredentialSource: src,
 	}
@@ -265,7 +302,23 @@ func (r *runner) run() int {
 		}
 	}
 	r.writeSeen()
+	if r.cfg.Calls != nil {
+		return r.playCalls(h, published)
+	}
 	return r.play()
+}
+
+// operations are the operations of the published tools, as started names
+// them.
+func operations(tools []string) []string {
+	ops := map[string]string{"file_read": "file.read", "file_write": "file.write", "file_edit": "file.edit", "dir_list": "dir.list", "search": "search", "find": "find", "run": "process.run"}
+	var out []string
+	for _, t := range tools {
+		if op, ok := ops[t]; ok {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 // play prints the scenario (or the script's lines) and ends as it says.

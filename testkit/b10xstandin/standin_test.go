@@ -48,7 +48,12 @@ func (r result) kinds(t *testing.T) []string {
 // as its whole environment and the directory as its working directory.
 func standIn(t *testing.T, script *Config, env []string, args ...string) result {
 	t.Helper()
-	dir := t.TempDir()
+	return standInAt(t, t.TempDir(), script, env, args...)
+}
+
+// standInAt is standIn in dir.
+func standInAt(t *testing.T, dir string, script *Config, env []string, args ...string) result {
+	t.Helper()
 	var b []byte
 	if script != nil {
 		b, _ = json.Marshal(script)

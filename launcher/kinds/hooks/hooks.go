@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
 
@@ -21,14 +22,20 @@ type Hook struct {
 	// Args are its arguments after the program's name, for the run whose
 	// decision channel listens at socket.
 	Args func(socket string) []string
-	// Run reads the vendor's payload from stdin, asks the run at socket
-	// and answers on stdout; its only error is one writing stdout.
-	Run func(stdin io.Reader, stdout io.Writer, socket string) error
+	// Run reads the vendor's payload from stdin, asks the run at socket,
+	// answers on stdout and returns the exit status the vendor reads the
+	// answer by; its only error is one writing stdout.
+	Run func(stdin io.Reader, stdout io.Writer, socket string) (status int, err error)
 }
 
-// table lists every kind's hook program: Claude Code's PreToolUse hook.
+// table lists every kind's hook program: Claude Code's PreToolUse hook,
+// which always exits 0 (its answer is on stdout), and the b10x loop's
+// before-call hook, whose answer is its exit status.
 var table = []Hook{
-	{Verb: "internal-hook", Args: hook.Args, Run: hook.Run},
+	{Verb: "internal-hook", Args: hook.Args, Run: func(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
+		return 0, hook.Run(stdin, stdout, socket)
+	}},
+	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Run},
 }
 
 // Lookup returns the hook started as verb.
