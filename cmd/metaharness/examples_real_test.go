@@ -29,6 +29,7 @@ var examplesRunBy = map[string]string{
 	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude",
 	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
+	"first-run/hello.json":                "TestReadmeKeylessFirstRun",
 	"ci/governed-session.yml":             "TestExampleCIWorkflow",
 }
 
