@@ -30,7 +30,8 @@ type runCmd struct {
 	Frame       string               `help:"A sealed metaharness.frame/1 document that decides each tool call (docs/frames.md). Default: none, and under --decisions frame every call is left to the vendor's own pipeline with a NO_FRAME_IN_FORCE warning." type:"path"`
 	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: frame (the default: the --frame), ask (the embedder, tool.decide commands on stdin, bounded by the frame if one is given) or observe (nobody; no frame)."`
 	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native (the default without --catalogue): the vendor's own tools; owned (the default with --catalogue): only metaharness's server, with the catalogue's entries or the default verbs."`
-	Catalogue   string               `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
+	Catalogue   string               `help:"A tool contract (YAML or JSON, docs/catalogues.md): the model gets exactly these tools." type:"path"`
+	StrictCat   bool                 `name:"strict-catalogue" help:"Refuse a --catalogue with an entry this build performs none of (catalogue-entry-not-performed), instead of a warning on stderr."`
 	AllowProg   []string             `name:"allow-program" sep:"none" help:"A program the owned surface's run entry may start (repeatable)."`
 
 	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (the default: the child holds a placeholder, the proxy attaches the real token), api-key (the child gets the vendor's key variable from this environment) or none (no credential; with --model-endpoint the proxy still fronts the model). operator-login is not built and is refused."`
@@ -99,7 +100,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 	return &launcher.Spec{
 		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
-		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
+		Catalogue: c.Catalogue, StrictCatalogue: c.StrictCat, AllowProgs: c.AllowProg,
 		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile, TokenFD: c.TokenFD,
 		Unconfined: c.Unconfined, Hide: c.Hide,
 		AllowEgress: c.AllowEgress, Model: c.Model, ModelEndpoint: c.ModelEndpoint,
