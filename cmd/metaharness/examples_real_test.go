@@ -30,6 +30,8 @@ var examplesRunBy = map[string]string{
 	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
 	"first-run/hello.json":                "TestReadmeKeylessFirstRun",
+	"ask/allow-reads.sh":                  "TestDocsAskExample",
+	"ask/model.json":                      "TestDocsAskExample",
 	"ci/governed-session.yml":             "TestExampleCIWorkflow",
 }
 

@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
@@ -99,16 +105,7 @@ func TestReadmeKeylessFirstRun(t *testing.T) {
 	}
 	clone := copyOfClone(t)
 	home := t.TempDir()
-	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "METAHARNESS_CACHE=" + filepath.Dir(tools)}
-	// The module and build caches a newcomer's HOME would hold after
-	// make demo: this host's, so that nothing is fetched inside the namespace.
-	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOFLAGS", "GOTOOLCHAIN"} {
-		out, err := exec.Command("go", "env", k).Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, k+"="+strings.TrimSpace(string(out)))
-	}
+	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "METAHARNESS_CACHE=" + filepath.Dir(tools)}, goEnv(t)...)
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", strings.Join(blocks, "\n"))
 	cmd.Dir, cmd.Env = clone, env
 	var stdout, stderr bytes.Buffer
@@ -179,4 +176,89 @@ func copyOfClone(t *testing.T) string {
 		}
 	}
 	return clone
+}
+
+// goEnv is the go command's caches and module settings as this host has
+// them, for a command run under a fresh HOME: what a newcomer's HOME would
+// hold after make demo, so that `go run` fetches nothing inside the
+// loopback-only namespace.
+func goEnv(t *testing.T) []string {
+	t.Helper()
+	var env []string
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPROXY", "GOFLAGS", "GOTOOLCHAIN"} {
+		out, err := exec.Command("go", "env", k).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, k+"="+strings.TrimSpace(string(out)))
+	}
+	return env
+}
+
+// TestDocsAskExample runs docs/decisions.md's worked example of
+// --decisions ask as written (its ./metaharness this test's binary): the
+// real Claude Code against the scripted model, examples/ask/allow-reads.sh
+// answering each waiting call. The script is the one the page shows, the
+// run exits 0, every event line the page shows is in the stream (less the
+// fields that differ between runs), and every command line it shows is a
+// command the run reads.
+func TestDocsAskExample(t *testing.T) {
+	o := newOperator(t, "")
+	docBytes, err := os.ReadFile("../../docs/decisions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(docBytes)
+	shown := regexp.MustCompile("(?ms)^```sh allow-reads.sh\n(.*?)^```$").FindStringSubmatch(doc)
+	if shown == nil || shown[1] != readFile(t, "../../examples/ask/allow-reads.sh") {
+		t.Error("docs/decisions.md does not show examples/ask/allow-reads.sh as it is")
+	}
+	blocks := fencedBlocks(doc, "sh")
+	if len(blocks) != 1 || !strings.Contains(blocks[0], "./metaharness run claude") {
+		t.Fatalf("docs/decisions.md has %d plain sh blocks, want the one command running ./metaharness", len(blocks))
+	}
+	self, err := exec.LookPath("metaharness")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", strings.ReplaceAll(blocks[0], "./metaharness", self))
+	cmd.Dir, cmd.Env = repoRoot, append(o.env, goEnv(t)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the page's command: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	volatile := func(line string) map[string]any {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			return nil
+		}
+		for _, k := range []string{"seq", "run", "at", "latency_ms"} {
+			delete(m, k)
+		}
+		return m
+	}
+	var got []map[string]any
+	for _, l := range strings.Split(stdout.String(), "\n") {
+		if m := volatile(l); m != nil {
+			got = append(got, m)
+		}
+	}
+	exchange := regexp.MustCompile("(?ms)^```json exchange (event|command)\n(.*?)^```$").FindAllStringSubmatch(doc, -1)
+	if len(exchange) == 0 {
+		t.Fatal("docs/decisions.md shows no exchange lines")
+	}
+	for _, m := range exchange {
+		line := strings.TrimSpace(m[2])
+		if m[1] == "command" {
+			if _, err := record.ParseCommand([]byte(line)); err != nil {
+				t.Errorf("the page's command %s is not one the run reads: %v", line, err)
+			}
+			continue
+		}
+		want := volatile(line)
+		if want == nil || !slices.ContainsFunc(got, func(g map[string]any) bool { return cmp.Equal(g, want) }) {
+			t.Errorf("the stream holds no event like the page's\n%s\nstream:\n%s", line, stdout.String())
+		}
+	}
 }
