@@ -185,6 +185,16 @@ func TestHelpMatchesReadme(t *testing.T) {
 			}
 		}
 	}
+	// The verb table's last column: a verb that needs no model, network or
+	// credential says so in its one-line help, and only such a verb does.
+	const free = "No model, network or credential."
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z-]+)` \\| .* \\| ([^|]+) \\|$").FindAllStringSubmatch(readmeSection(t, "## Verbs"), -1) {
+		for _, n := range parser.Model.Children {
+			if n.Name == m[1] && strings.HasPrefix(m[2], "no") != strings.Contains(n.Help, free) {
+				t.Errorf("%s: the README's verb table says %q under what it needs, and its help %q", n.Name, m[2], n.Help)
+			}
+		}
+	}
 	formats := flagsIn(synopses["project"])["--from"]
 	if d := cmp.Diff(kinds.RecordFormats(), formats); d != "" {
 		t.Errorf("project --from: the formats project reads and the README's synopsis disagree (-built +README):\n%s", d)
