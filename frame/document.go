@@ -20,6 +20,10 @@ import (
 // Format is the tag every frame document carries.
 const Format = "metaharness.frame/1"
 
+// SealCommand is how a frame is sealed from a clone of this module, for the
+// messages that send the reader to it.
+const SealCommand = "go run ./frame/seal DRAFT > FRAME"
+
 // MaxBytes bounds a frame file; a frame is a page of facts, not a data set.
 const MaxBytes = 4 << 20
 
@@ -263,7 +267,15 @@ var requiredKeys = []string{
 // Parse loads a frame document: one JSON object, the format tag, the shape,
 // then the digest recomputed and compared. Each step fails with its own
 // error (ErrNotJSON, ErrUnknownFormat, ErrInvalid, ErrDigestMismatch).
-func Parse(b []byte) (*Frame, error) {
+func Parse(b []byte) (*Frame, error) { return parse(b, true) }
+
+// ParseDraft reads a document to be sealed: every rule of Parse holds but
+// the digest's, which a draft may leave out or state stale, and the frame
+// returned is sealed over the content as written. It is for whoever seals
+// frames (frame/seal); a run loads with Parse and never reseals.
+func ParseDraft(b []byte) (*Frame, error) { return parse(b, false) }
+
+func parse(b []byte, sealed bool) (*Frame, error) {
 	b = bytes.TrimPrefix(b, []byte("\ufeff"))
 	if !utf8.Valid(b) {
 		return nil, fmt.Errorf("%w: the bytes are not UTF-8", ErrNotJSON)
@@ -301,10 +313,11 @@ func Parse(b []byte) (*Frame, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	stated, ok := obj["digest"].(string)
-	if !ok {
-		return nil, fmt.Errorf("%w: \"digest\" must be the sealed SHA-256 (64 lowercase hex digits); seal the frame first (docs/frames.md)", ErrInvalid)
-	}
-	if !digestPattern().MatchString(stated) {
+	switch {
+	case !sealed:
+	case !ok:
+		return nil, fmt.Errorf("%w: \"digest\" must be the sealed SHA-256 (64 lowercase hex digits); seal the frame first (%s, docs/frames.md)", ErrInvalid, SealCommand)
+	case !digestPattern().MatchString(stated):
 		return nil, fmt.Errorf("%w: \"digest\" %q is not 64 lowercase hex digits", ErrInvalid, stated)
 	}
 	for _, k := range requiredKeys {
@@ -325,7 +338,7 @@ func Parse(b []byte) (*Frame, error) {
 	if err := readsBackAsWritten(obj, f); err != nil {
 		return nil, err
 	}
-	if f.digest != stated {
+	if sealed && f.digest != stated {
 		return nil, &DigestMismatchError{Stated: stated, Computed: f.digest}
 	}
 	return f, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,6 +89,43 @@ func TestFrameFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParseDraft holds a draft to every rule but the digest's: over
+// testdata/frames, a file Parse refuses for its digest alone (left out,
+// not hex, stale) is sealed over its content as written, and every other
+// file is read exactly as Parse reads it.
+func TestParseDraft(t *testing.T) {
+	names, err := filepath.Glob("testdata/frames/*.json")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no frame files: %v", err)
+	}
+	digestOnly := map[string]bool{"invalid-no-digest.json": true, "invalid-digest-not-hex.json": true}
+	for _, name := range names {
+		base := filepath.Base(name)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, perr := Parse(b)
+		draft, derr := ParseDraft(b)
+		switch {
+		case digestOnly[base] || strings.HasPrefix(base, "digest-mismatch-"):
+			if derr != nil {
+				t.Errorf("%s: the draft is refused: %v", base, derr)
+				continue
+			}
+			if again, err := Parse(draft.Encode()); err != nil || again.Digest() != draft.Digest() {
+				t.Errorf("%s: the sealed draft does not load as sealed: %v", base, err)
+			}
+		case perr != nil:
+			if derr == nil || derr.Error() != perr.Error() {
+				t.Errorf("%s: Parse says %v, ParseDraft %v", base, perr, derr)
+			}
+		case derr != nil || draft.Digest() != sealed.Digest():
+			t.Errorf("%s: a sealed frame read as a draft: %v", base, derr)
+		}
 	}
 }
 
@@ -236,6 +274,29 @@ func TestHandSealingRecipe(t *testing.T) {
 		if got, want := sha256Hex(out), mustSeal(t, sample()).Digest(); got != want {
 			t.Errorf("%s: the recipe digests to %s, the library to %s", name, got, want)
 		}
+	}
+
+	// The whole recipe, as the page shows it, seals a draft with no digest.
+	block := regexp.MustCompile("(?ms)^```sh\n(digest=\\$\\(jq .*?)^```$").FindSubmatch(doc)
+	if block == nil {
+		t.Fatal("docs/frames.md shows no ```sh block that begins digest=$(jq")
+	}
+	dir := t.TempDir()
+	draft, err := os.ReadFile("testdata/frames/invalid-no-digest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "draft.json"), draft, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", "-eo", "pipefail", "-c", string(block[1]))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the recipe: %v\n%s", err, out)
+	}
+	f, err := Load(filepath.Join(dir, "frame.json"))
+	if err != nil || f.Digest() != mustSeal(t, sample()).Digest() {
+		t.Errorf("the recipe's frame.json does not load as the sample sealed: %v", err)
 	}
 }
 

@@ -50,6 +50,33 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// FuzzParseDraft: sealing a draft never panics; what it seals loads as a
+// run loads it, with the same digest; and a document Parse accepts is
+// sealed to the digest it states (a draft differs only in its digest).
+func FuzzParseDraft(f *testing.F) {
+	names, _ := filepath.Glob("testdata/frames/*.json")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		draft, err := ParseDraft(b)
+		if sealed, perr := Parse(b); perr == nil && (err != nil || draft.Digest() != sealed.Digest()) {
+			t.Fatalf("Parse accepts %q, and ParseDraft says %v", b, err)
+		}
+		if err != nil {
+			return
+		}
+		again, err := Parse(draft.Encode())
+		if err != nil || again.Digest() != draft.Digest() {
+			t.Fatalf("sealed %q, and the result does not load as sealed: %v", b, err)
+		}
+	})
+}
+
 // FuzzHandleLine feeds one stdin line to a running engine (ask mode, one
 // call pending, one decided): it never panics, writes only lines the wire
 // accepts, answers a line that carries an id with exactly one

@@ -36,8 +36,8 @@ func Refusal(path string, err error) *exit.Refusal {
 	case errors.Is(err, ErrUnreadable):
 		return exit.Wrap(RefuseFrameUnreadable, err, "--frame %s cannot be read; pass the path of a sealed %s file", path, Format)
 	case errors.Is(err, ErrDigestMismatch):
-		return exit.Wrap(RefuseFrameDigestMismatch, err, "--frame %s was changed after it was sealed, and metaharness never reseals a frame; "+
-			"restore the sealed file, or reseal the change deliberately (docs/frames.md)", path)
+		return exit.Wrap(RefuseFrameDigestMismatch, err, "--frame %s does not match its digest: its content changed after it was sealed, or it was never sealed; "+
+			"metaharness never reseals a frame: restore the sealed file, or seal the content you mean (%s, docs/frames.md)", path, SealCommand)
 	default:
 		return exit.Wrap(RefuseFrameInvalid, err, "--frame %s is not a valid %s document; see docs/frames.md and schemas/frame.schema.json", path, Format)
 	}

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -49,12 +50,22 @@ func (r *run) check(ctx context.Context) error {
 	if err := checkOutputPaths(s); err != nil {
 		return err
 	}
+	if s.StrictCatalogue && r.d.Catalogue.NotCarried != "" {
+		return exit.Refuse(mcpserve.RefuseNotCarried, "--strict-catalogue holds a --catalogue to this build's performers, and %s carries none: %s", s.Kind, r.d.Catalogue.NotCarried)
+	}
 	if s.Catalogue != "" {
 		if r.in.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return err
 		}
 		if err := r.in.contract.CheckFor(r.d.Catalogue, s.AllowProgs); err != nil {
 			return err
+		}
+		warnings, err := r.in.contract.CheckPerformed(s.StrictCatalogue)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(r.io.Stderr, w)
 		}
 	}
 	if len(s.Context) > 0 {

@@ -57,7 +57,10 @@ type Spec struct {
 	Decisions   frame.Mode  `json:"decisions"`
 	ToolSurface ToolSurface `json:"tool_surface"`
 	Catalogue   string      `json:"catalogue,omitempty"` // path of a tool contract
-	AllowProgs  []string    `json:"allow_program,omitempty"`
+	// StrictCatalogue refuses a contract with an entry this build does not
+	// perform, which otherwise loads with a warning on stderr.
+	StrictCatalogue bool     `json:"strict_catalogue,omitempty"`
+	AllowProgs      []string `json:"allow_program,omitempty"`
 
 	Credentials Credentials `json:"credentials"`
 	TokenEnv    string      `json:"token_env,omitempty"`

@@ -1,6 +1,8 @@
 package mcpserve
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -45,6 +47,58 @@ func (c *Contract) CheckFor(carriage Carriage, allowPrograms []string) error {
 		}
 	}
 	return nil
+}
+
+// CheckPerformed names the entries no performer of this build performs.
+// SPEC §7.2 lets such an entry load (it resolves to no operation, so a
+// frame denies it and every call to it fails), which hides a misspelt name
+// until the first call: so each is a warning line, for stderr at load, or
+// under strict (--strict-catalogue) the contract is refused naming the
+// first.
+func (c *Contract) CheckPerformed(strict bool) (warnings []string, err error) {
+	for _, e := range c.Unperformed() {
+		why := fmt.Sprintf("--catalogue %s: entry %s is performed by nothing in this build%s, so it resolves to no operation and every call to it fails; this build performs %s (docs/catalogues.md)",
+			c.Source, e.Name, didYouMean(e.Name), strings.Join(Performed(), ", "))
+		if strict {
+			return nil, exit.Refuse(RefuseNotPerformed, "%s; rename it, or drop it from the contract", why)
+		}
+		warnings = append(warnings, "metaharness: warning: "+why+"; --strict-catalogue refuses such a contract")
+	}
+	return warnings, nil
+}
+
+// Performed lists the entries this build performs, sorted.
+func Performed() []string { return slices.Sorted(maps.Keys(operations)) }
+
+// didYouMean names the performed entry within two edits of name, if one is.
+func didYouMean(name string) string {
+	for _, p := range Performed() {
+		if editDistance(name, p) <= 2 {
+			return " (did you mean " + p + "?)"
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance between two short names.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // RefuseAllowPrograms is the catalogue-with-allow-program refusal, shared by

@@ -34,6 +34,7 @@ const (
 	RefuseNeedsOwnedSurface exit.Name = "catalogue-needs-owned-surface"
 	RefuseWithAllowProgram  exit.Name = "catalogue-with-allow-program"
 	RefuseNameReserved      exit.Name = "catalogue-name-reserved"
+	RefuseNotPerformed      exit.Name = "catalogue-entry-not-performed"
 
 	RefuseWorkspaceUnusable         exit.Name = "workspace-unusable"
 	RefuseHTTPNotLoopback           exit.Name = "http-not-loopback"

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"slices"
@@ -51,7 +50,7 @@ var performers = map[string]performer{
 func perform(ctx context.Context, w *workspace, entry string, a Arguments) (string, *CallError) {
 	p, ok := performers[entry]
 	if !ok {
-		return "", callErr(entry, "", "is not performed by this build (it performs %s)", strings.Join(slices.Sorted(maps.Keys(performers)), ", "))
+		return "", callErr(entry, "", "is not performed by this build (it performs %s)", strings.Join(Performed(), ", "))
 	}
 	for _, x := range a {
 		if !contains(p.fields, x.Name) {

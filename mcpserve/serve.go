@@ -16,6 +16,7 @@ import (
 // Config is the mcp-serve verb's command line.
 type Config struct {
 	Catalogue       string
+	StrictCatalogue bool // refuse an entry no performer performs, instead of a warning
 	Workspace       string
 	Writable        bool
 	AllowPrograms   []string
@@ -36,6 +37,13 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		c, err := LoadContract(cfg.Catalogue)
 		if err != nil {
 			return err
+		}
+		warnings, err := c.CheckPerformed(cfg.StrictCatalogue)
+		if err != nil {
+			return err
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, w)
 		}
 		opts.Contract = c
 	}

@@ -15,10 +15,15 @@ import (
 type conformanceCmd struct {
 	Kind     string `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Contract bool   `help:"Print one contract_result JSON line on stdout; failures go to stderr."`
-	Live     bool   `help:"Also drive the installed vendor binary through the built-in session (scripted model, loopback proxy, catalogue, frame, audit): no credential, no network."`
+	Live     bool   `help:"Also drive the installed vendor binary through the built-in session of make demo (scripted model, loopback proxy, catalogue, frame, audit) and print a PASS or FAIL line per step: no credential, no network. claude and codex only."`
 }
 
 func (c *conformanceCmd) run(e *env) (exit.Code, error) {
+	if c.Live {
+		if err := live.Carried(c.Kind); err != nil {
+			return exit.Refused, exit.Refuse(RefuseLiveNotCarried, "conformance %s --live: %v; the live session drives claude and codex only; run conformance %s without --live", c.Kind, err, c.Kind)
+		}
+	}
 	r, err := conformance.Check(c.Kind)
 	if err != nil {
 		return exit.Refused, err

@@ -29,6 +29,9 @@ var examplesRunBy = map[string]string{
 	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude",
 	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
+	"first-run/hello.json":                "TestReadmeKeylessFirstRun",
+	"ask/allow-reads.sh":                  "TestDocsAskExample",
+	"ask/model.json":                      "TestDocsAskExample",
 	"ci/governed-session.yml":             "TestExampleCIWorkflow",
 }
 
@@ -62,8 +65,9 @@ func TestExamplesAreRun(t *testing.T) {
 // model: the agent, holding only the proxy's placeholder, calls a tool of
 // mcp-serve --http and answers; the answer is the script's stdout, the
 // proxy's lines (start, counters) and mcp-serve's decision record are in
-// the records directory, the upstream saw only the real token, and both
-// sidecars are gone when the script ends.
+// the records directory, the upstream saw only the real token, both
+// sidecars are gone when the script ends, and the caller's home holds no
+// ~/.claude or ~/.claude.json (nor its TMPDIR the agent's home).
 func TestExampleSidecars(t *testing.T) {
 	claude := vendortest.Binary(t, "claude")
 	tools := vendortest.Tools(t)
@@ -77,6 +81,9 @@ func TestExampleSidecars(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home.Work, "notes.txt"), []byte("the release is on Friday\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(home.ClaudeConfig); err != nil { // the caller's ~/.claude: absent, and it must stay so
+		t.Fatal(err)
+	}
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__tool_invoke", Input: json.RawMessage(`{"name":"fs.read","arguments":{"path":"notes.txt"}}`)}},
 	}, Final: marker})
@@ -86,8 +93,15 @@ func TestExampleSidecars(t *testing.T) {
 	cmd := exec.Command("sh", script, up.URL(), home.Work, records, "What does notes.txt say?")
 	// The real Claude Code first: metaharness's directory holds the test's
 	// stand-in claude too.
-	cmd.Env = append(home.ClaudeEnv(tools, map[string]string{"ANTHROPIC_API_KEY": token}),
-		"PATH="+filepath.Dir(claude)+":"+filepath.Dir(self)+":/usr/local/bin:/usr/bin:/bin")
+	// The caller's environment, telemetry off, without the CLAUDE_CONFIG_DIR
+	// the other tests give Claude Code: the script must keep the agent's
+	// files out of the caller's HOME itself.
+	for _, kv := range home.ClaudeEnv(tools, map[string]string{"ANTHROPIC_API_KEY": token}) {
+		if !strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "PATH="+filepath.Dir(claude)+":"+filepath.Dir(self)+":/usr/local/bin:/usr/bin:/bin")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	done := make(chan error, 1)
@@ -140,6 +154,14 @@ func TestExampleSidecars(t *testing.T) {
 	}
 	if left := append(vendortest.Lingering(records), append(vendortest.Lingering(home.Work), vendortest.Lingering(up.URL())...)...); len(left) > 0 {
 		t.Errorf("sidecars outlived the script: %v", left)
+	}
+	for _, p := range []string{filepath.Join(home.Home, ".claude"), filepath.Join(home.Home, ".claude.json")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("the script left %s in the caller's home", p)
+		}
+	}
+	if left, _ := os.ReadDir(home.Tmp); len(left) > 0 {
+		t.Errorf("the script left %d entries in TMPDIR (the agent's home is removed at the end): %v", len(left), left)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 type loopbackCmd struct {
 	Upstream     string   `required:"" placeholder:"URL" help:"The model API root: https (or http on a loopback host), e.g. https://api.anthropic.com. A path prefix is kept."`
-	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (Anthropic API key) or bearer (OpenAI)."`
+	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (the default; an Anthropic API key) or bearer (OpenAI)."`
 	ChildKey     string   `name:"child-key" placeholder:"MODE" help:"What becomes of the child's key: attach (default: its key is the placeholder, the real token is attached), pass-through (its own key goes upstream unchanged) or none (its key is taken out, nothing attached). Under pass-through and none the child proves it is yours with the placeholder in an X-Metaharness-Run header, and no token source is given."`
 	TokenEnv     string   `name:"token-env" placeholder:"NAME" help:"The environment variable holding the upstream's token."`
 	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
@@ -28,7 +28,7 @@ type loopbackCmd struct {
 	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
 	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
 	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
-	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code) or openai-responses (Codex). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's request: POST /v1/messages or POST /v1/responses."`
+	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code) or openai-responses (Codex). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's request: POST /v1/messages or POST /v1/responses. Default: none; nothing is read."`
 	AllowPath    []string `name:"allow-path" sep:"none" placeholder:"'METHOD /PATH'" help:"A request the proxy forwards with the token, e.g. 'POST /v1/messages' (any query); repeatable. Every other one is answered 403. Default: all paths, or the --model-api's own."`
 }
 

@@ -29,13 +29,13 @@ type cli struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Run          runCmd          `cmd:"" help:"Run one governed session of a vendor CLI (KIND: ${kinds_list})."`
-	McpServe     mcpServeCmd     `cmd:"" name:"mcp-serve" help:"Serve a tool contract (or the default verbs) over MCP on stdio."`
+	McpServe     mcpServeCmd     `cmd:"" name:"mcp-serve" help:"Serve a tool contract (or the default verbs) over MCP: on stdio, or streamable HTTP on loopback (--http). No model, network or credential."`
 	Loopback     loopbackCmd     `cmd:"" help:"Run the credential-attaching loopback proxy standalone."`
 	Capabilities capabilitiesCmd `cmd:"" help:"Print a kind's adapter descriptor. No model, network or credential."`
 	Conformance  conformanceCmd  `cmd:"" help:"Check a kind against its launch, replay and control vectors. No model, network or credential."`
-	Doctor       doctorCmd       `cmd:"" help:"Check the vendor binary, its version and the launch's flags. No model, network or credential."`
+	Doctor       doctorCmd       `cmd:"" help:"Check what a run of a kind needs here: the vendor binary, its pin, the launch's flags, loopback, scratch, confinement. No model, network or credential."`
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
-	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message)."`
+	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message). No model, network or credential."`
 
 	InternalHook     hookCmd     `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
 	InternalB10xHook b10xHookCmd `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`

@@ -11,7 +11,8 @@ import (
 
 type mcpServeCmd struct {
 	Catalogue       string   `placeholder:"FILE" help:"Serve this tool contract (YAML or JSON): each entry under its mcp rendering and nothing else. Without it, the default verbs tool_search, tool_describe and tool_invoke."`
-	Workspace       string   `default:"." placeholder:"DIR" help:"The directory the tools act beneath."`
+	Workspace       string   `default:"." placeholder:"DIR" help:"The directory the tools act beneath (default: the current directory)."`
+	StrictCatalogue bool     `name:"strict-catalogue" help:"Refuse a --catalogue with an entry this build performs none of (catalogue-entry-not-performed), instead of a warning on stderr."`
 	Writable        bool     `help:"Admit the write entries (fs.write, fs.edit)."`
 	AllowProgram    []string `name:"allow-program" sep:"none" placeholder:"P" help:"A program the default surface's run entry may start (repeatable; needs --writable; refused beside --catalogue)."`
 	HTTP            string   `name:"http" placeholder:"127.0.0.1:PORT" help:"Serve streamable HTTP at /mcp on this loopback address instead of stdio; prints {\"url\":…} on stdout."`
@@ -27,6 +28,7 @@ func (c *mcpServeCmd) run(e *env) (exit.Code, error) {
 	defer stop()
 	err := mcpserve.Serve(ctx, mcpserve.Config{
 		Catalogue:       c.Catalogue,
+		StrictCatalogue: c.StrictCatalogue,
 		Workspace:       c.Workspace,
 		Writable:        c.Writable,
 		AllowPrograms:   c.AllowProgram,

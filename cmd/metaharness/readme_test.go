@@ -72,3 +72,31 @@ func TestReadmeRowTable(t *testing.T) {
 		t.Errorf("README row table and attest.Rows disagree (-attest +README):\n%s", diff)
 	}
 }
+
+// readmeSection is the README's text under heading (a whole line, such as
+// "## Verbs"), up to the next heading of the same or a higher level.
+func readmeSection(t *testing.T, heading string) string {
+	t.Helper()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q heading", heading)
+	}
+	level, _, _ := strings.Cut(heading, " ")
+	for i := len(level); i >= 2; i-- {
+		section, _, _ = strings.Cut(section, "\n"+strings.Repeat("#", i)+" ")
+	}
+	return section
+}
+
+// fencedBlocks are the bodies of the ```lang blocks in text, in order.
+func fencedBlocks(text, lang string) []string {
+	var blocks []string
+	for _, m := range regexp.MustCompile("(?ms)^```"+regexp.QuoteMeta(lang)+"\n(.*?)^```$").FindAllStringSubmatch(text, -1) {
+		blocks = append(blocks, m[1])
+	}
+	return blocks
+}

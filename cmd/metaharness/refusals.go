@@ -11,6 +11,7 @@ const (
 	RefuseOutputFile         exit.Name = "output-file"
 	RefuseLiveUnavailable    exit.Name = "live-unavailable"
 	RefuseLiveRunRefused     exit.Name = "live-run-refused"
+	RefuseLiveNotCarried     exit.Name = "live-not-carried"
 	RefuseNotInThisMilestone exit.Name = "not-in-this-milestone"
 	RefusePromptTwice        exit.Name = "prompt-twice"
 	RefuseStrayArguments     exit.Name = "stray-arguments"

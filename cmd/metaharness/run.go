@@ -23,28 +23,29 @@ import (
 // runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
 type runCmd struct {
 	Kind     string       `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
-	Hermetic hermeticFlag `default:"off" help:"Recorded mode (bare: on); the controls are always imposed. strict owes an audit and fails the run on any gating row that is not ok."`
+	Hermetic hermeticFlag `default:"off" help:"The recorded mode: off (the default), on (a bare --hermetic) or strict; the controls are imposed whichever it is. strict owes an audit (as --audit) that fails the run, exit 1, on any gating row that is not ok."`
 	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
 	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
 
-	Frame       string               `help:"A sealed metaharness.frame/1 document that decides each tool call." type:"path"`
-	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: the frame, the embedder on stdin (ask), or nobody (observe)."`
-	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native: the vendor's own tools; owned: only metaharness's server (the default with --catalogue)."`
-	Catalogue   string               `help:"A tool contract (YAML or JSON): the model gets exactly these tools." type:"path"`
+	Frame       string               `help:"A sealed metaharness.frame/1 document that decides each tool call (docs/frames.md). Default: none, and under --decisions frame every call is left to the vendor's own pipeline with a NO_FRAME_IN_FORCE warning." type:"path"`
+	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: frame (the default: the --frame), ask (the embedder, tool.decide commands on stdin, bounded by the frame if one is given) or observe (nobody; no frame)."`
+	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native (the default without --catalogue): the vendor's own tools; owned (the default with --catalogue): only metaharness's server, with the catalogue's entries or the default verbs."`
+	Catalogue   string               `help:"A tool contract (YAML or JSON, docs/catalogues.md): the model gets exactly these tools." type:"path"`
+	StrictCat   bool                 `name:"strict-catalogue" help:"Refuse a --catalogue with an entry this build performs none of (catalogue-entry-not-performed), instead of a warning on stderr."`
 	AllowProg   []string             `name:"allow-program" sep:"none" help:"A program the owned surface's run entry may start (repeatable)."`
 
-	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (a placeholder; the proxy attaches the token), api-key, none, operator-login."`
+	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (the default: the child holds a placeholder, the proxy attaches the real token), api-key (the child gets the vendor's key variable from this environment) or none (no credential; with --model-endpoint the proxy still fronts the model). operator-login is not built and is refused."`
 	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
 	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
 	TokenFD       *int                 `name:"token-fd" placeholder:"N" help:"Under loopback, an inherited descriptor (3 or above) carrying the real token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
 	Hide          []string             `sep:"none" placeholder:"PATH" help:"A path of the host the child's view reads as empty, beside what metaharness hides itself (repeatable; also $METAHARNESS_HIDE, colon-separated): another run's token file, a secret outside HOME."`
 	Unconfined    bool                 `help:"Run the child without the namespaces that confine it (no hidden paths, no network namespace). The attestation names the choice as gaps on H4, H6 and H12, so --hermetic strict fails."`
 	AllowEgress   []string             `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
-	Model         string               `help:"The model name passed to the vendor."`
-	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL); under loopback the proxy's upstream."`
-	Effort        string               `help:"The vendor's effort level."`
-	MaxTurns      int                  `help:"Stop after this many turns (claude)."`
-	MaxBudgetUSD  string               `name:"max-budget-usd" help:"Stop at this spend (claude)."`
+	Model         string               `help:"The model name passed to the vendor (default: the vendor's own; on codex, its bundle's default slug)."`
+	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL), the proxy's upstream (default: the vendor's own API, https://api.anthropic.com or https://api.openai.com)."`
+	Effort        string               `help:"The vendor's effort level (default: the vendor's own)."`
+	MaxTurns      int                  `help:"Stop after this many turns (claude, b10x; default: no bound)."`
+	MaxBudgetUSD  string               `name:"max-budget-usd" help:"Stop at this spend in US dollars (claude; default: no bound)."`
 
 	Cwd        string   `help:"Run the child in this tree (it may write there); trades the H7 and H11 rows." type:"path"`
 	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
@@ -54,10 +55,10 @@ type runCmd struct {
 	RetainDir     string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
 	Auditor       *string         `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
 	Spec          *string         `help:"The document the auditor checks the transcript against."`
-	Output        launcher.Output `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
+	Output        launcher.Output `enum:"events,final" default:"events" help:"What stdout carries: events (the default: the event stream) or final (only the final answer; the stream then needs --events FILE)."`
 	Events        string          `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
-	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
+	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
 	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
 	Kinds kinds.Flags `embed:""`
@@ -99,7 +100,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 	return &launcher.Spec{
 		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
-		Catalogue: c.Catalogue, AllowProgs: c.AllowProg,
+		Catalogue: c.Catalogue, StrictCatalogue: c.StrictCat, AllowProgs: c.AllowProg,
 		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile, TokenFD: c.TokenFD,
 		Unconfined: c.Unconfined, Hide: c.Hide,
 		AllowEgress: c.AllowEgress, Model: c.Model, ModelEndpoint: c.ModelEndpoint,

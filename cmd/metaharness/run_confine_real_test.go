@@ -173,6 +173,11 @@ func TestRunClaudeKilledGroup(t *testing.T) {
 	token := randomToken("sk-ant-test-REAL-")
 	o := newOperator(t, token)
 	o.group = true
+	// A runtime directory of this test's: a SIGKILLed run cannot remove its
+	// scratch tree, and the one it leaves must be reclaimed, not left in the
+	// shared one for whoever runs next.
+	runtime := filepath.Join(t.TempDir(), "runtime")
+	o.env = append(o.env, "METAHARNESS_RUNTIME_DIR="+runtime)
 	sleeper := fmt.Sprintf("4243.%d", time.Now().UnixNano()%1000000)
 	task := randomToken("KILLED-GROUP-TASK-")
 	started := make(chan struct{})
@@ -227,6 +232,18 @@ func TestRunClaudeKilledGroup(t *testing.T) {
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && len(b) > 0 {
 			t.Errorf("the init %d is still running: %q", pid, b)
 		}
+	}
+	// The killed run's tree is there, unlocked, and the next metaharness
+	// that looks (doctor, as any run) reclaims it.
+	if left, _ := filepath.Glob(filepath.Join(runtime, "mh-*")); len(left) != 1 {
+		t.Errorf("the runtime directory holds %v, want the killed run's one tree", left)
+	}
+	out, err := o.metaharness("doctor", "claude")
+	if err != nil || !strings.Contains(string(out), "; reclaimed 1 left by dead runs") {
+		t.Errorf("doctor after the kill: %v, and no word of the reclaimed tree:\n%s", err, out)
+	}
+	if left, _ := os.ReadDir(runtime); len(left) > 0 {
+		t.Errorf("the runtime directory still holds %v after doctor", left)
 	}
 }
 

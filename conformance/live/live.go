@@ -61,6 +61,25 @@ type Outcome struct {
 	readTool, writeTool string
 }
 
+// Carried says why kind has no live session, nil when it has one: the
+// session puts the vendor in front of the scripted model through the
+// loopback proxy, so only a kind the proxy can point at a model API the
+// scripted servers speak has one.
+func Carried(kind string) error {
+	k, ok := kinds.Lookup(kind)
+	if !ok {
+		return fmt.Errorf("no kind %q", kind)
+	}
+	switch api := k.Descriptor().ModelAPI; api {
+	case scripted.AnthropicMessages, scripted.OpenAIResponses:
+		return nil
+	case "":
+		return fmt.Errorf("%s dials its model API itself, so no loopback proxy stands between it and a scripted model", kind)
+	default:
+		return fmt.Errorf("%s speaks %s, which the scripted model does not", kind, api)
+	}
+}
+
 // Run drives self (the metaharness binary) through the session as `run
 // kind` with env, whose HOME decides which vendor binary runs
 // (~/.local/bin first, as for any run). The scripted model speaks the

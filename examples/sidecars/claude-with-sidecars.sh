@@ -11,7 +11,9 @@
 # new directory for what the sidecars leave: loopback.jsonl (the proxy's
 # start line, any upstream_quota line, its counters at the end) and
 # decisions.jsonl (one record per tool call). The agent's answer is on
-# stdout. Needs jq.
+# stdout. The agent gets a home and a TMPDIR of its own, removed at the
+# end, so that nothing of it lands in the caller's ~/.claude,
+# ~/.claude.json or TMPDIR. Needs jq.
 set -eu
 upstream=$1 workspace=$2 records=$3 task=$4
 mkdir "$records"
@@ -20,9 +22,15 @@ metaharness loopback --upstream "$upstream" --token-env ANTHROPIC_API_KEY >"$rec
 proxy=$!
 metaharness mcp-serve --http 127.0.0.1:0 --workspace "$workspace" >"$records/mcp.json" 2>"$records/decisions.jsonl" &
 tools=$!
+agent_home=$(mktemp -d)
+mkdir "$agent_home/tmp"
 # SIGTERM stops each sidecar cleanly: the proxy prints its counters line,
 # mcp-serve ends its sessions.
-stop() { kill -TERM "$proxy" "$tools" 2>/dev/null || true; wait "$proxy" "$tools" || true; }
+stop() {
+  kill -TERM "$proxy" "$tools" 2>/dev/null || true
+  wait "$proxy" "$tools" || true
+  rm -rf "$agent_home"
+}
 trap stop EXIT
 
 # Each sidecar prints one JSON line once it is ready.
@@ -42,6 +50,7 @@ jq -n --arg url "$(jq -r .url "$records/mcp.json")" \
 eval "$(head -n 1 "$records/loopback.jsonl" | jq -r '.env.claude | to_entries[] | "export \(.key)=\(.value | @sh)"')"
 
 cd "$workspace"
-claude -p "$task" --mcp-config "$records/mcp-config.json" --strict-mcp-config \
+HOME=$agent_home CLAUDE_CONFIG_DIR=$agent_home/.claude TMPDIR=$agent_home/tmp CLAUDE_CODE_TMPDIR=$agent_home/tmp \
+  claude -p "$task" --mcp-config "$records/mcp-config.json" --strict-mcp-config \
   --tools "" --allowedTools "mcp__metaharness" --permission-mode dontAsk \
   --setting-sources "" --no-session-persistence
