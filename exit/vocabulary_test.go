@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/metaharness/metaharness/internal/spelling"
 )
 
 // The documents that spell refusal codes: the seed wins, the reference
@@ -156,7 +158,7 @@ func TestVocabulary(t *testing.T) {
 		}
 		ours = append(ours, d.value)
 		for s := range seed {
-			if len(s) > 6 && distance(s, d.value) <= 2 {
+			if len(s) > 6 && spelling.Distance(s, d.value) <= 2 {
 				t.Errorf("%s: %q is not in the seed, which spells %q; a refusal names its code exactly as the seed spells it", d.at, d.value, s)
 			}
 		}
@@ -196,25 +198,4 @@ func seedCodes(t *testing.T) map[string]bool {
 		}
 	}
 	return out
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

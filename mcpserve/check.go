@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/spelling"
 )
 
 // Carriage is how a kind carries a caller's tool contract, as the kind's
@@ -60,7 +61,7 @@ func (c *Contract) CheckPerformed(strict bool) (warnings []string, err error) {
 		why := fmt.Sprintf("--catalogue %s: entry %s is performed by nothing in this build%s, so it resolves to no operation and every call to it fails; this build performs %s (docs/catalogues.md)",
 			c.Source, e.Name, didYouMean(e.Name), strings.Join(Performed(), ", "))
 		if strict {
-			return nil, exit.Refuse(RefuseNotPerformed, "%s; rename it, or drop it from the contract", why)
+			return nil, exit.Refuse(RefuseCatalogueEntryNotPerformed, "%s; rename it, or drop it from the contract", why)
 		}
 		warnings = append(warnings, "metaharness: warning: "+why+"; --strict-catalogue refuses such a contract")
 	}
@@ -73,32 +74,11 @@ func Performed() []string { return slices.Sorted(maps.Keys(operations)) }
 // didYouMean names the performed entry within two edits of name, if one is.
 func didYouMean(name string) string {
 	for _, p := range Performed() {
-		if editDistance(name, p) <= 2 {
+		if spelling.Distance(name, p) <= 2 {
 			return " (did you mean " + p + "?)"
 		}
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between two short names.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // RefuseAllowPrograms is the catalogue-with-allow-program refusal, shared by

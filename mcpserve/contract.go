@@ -26,15 +26,15 @@ const MaxContractBytes = 4 << 20
 // Refusal names: a catalogue's, spelled as the seed spells them, then
 // mcp-serve's own.
 const (
-	RefuseUnreadable        exit.Name = "catalogue-unreadable"
-	RefuseNotToolContract   exit.Name = "catalogue-not-tool-contract"
-	RefuseMalformed         exit.Name = "catalogue-malformed"
-	RefuseCopyDiffers       exit.Name = "catalogue-copy-differs"
-	RefuseNotCarried        exit.Name = "catalogue-not-carried"
-	RefuseNeedsOwnedSurface exit.Name = "catalogue-needs-owned-surface"
-	RefuseWithAllowProgram  exit.Name = "catalogue-with-allow-program"
-	RefuseNameReserved      exit.Name = "catalogue-name-reserved"
-	RefuseNotPerformed      exit.Name = "catalogue-entry-not-performed"
+	RefuseUnreadable                 exit.Name = "catalogue-unreadable"
+	RefuseNotToolContract            exit.Name = "catalogue-not-tool-contract"
+	RefuseMalformed                  exit.Name = "catalogue-malformed"
+	RefuseCopyDiffers                exit.Name = "catalogue-copy-differs"
+	RefuseNotCarried                 exit.Name = "catalogue-not-carried"
+	RefuseNeedsOwnedSurface          exit.Name = "catalogue-needs-owned-surface"
+	RefuseWithAllowProgram           exit.Name = "catalogue-with-allow-program"
+	RefuseNameReserved               exit.Name = "catalogue-name-reserved"
+	RefuseCatalogueEntryNotPerformed exit.Name = "catalogue-entry-not-performed"
 
 	RefuseWorkspaceUnusable         exit.Name = "workspace-unusable"
 	RefuseHTTPNotLoopback           exit.Name = "http-not-loopback"
