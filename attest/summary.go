@@ -58,8 +58,8 @@ type Summary struct {
 
 // RecordFile is one file a run wrote its records to.
 type RecordFile struct {
-	// What is "events" or "attestation".
-	What string `json:"what" jsonschema:"enum=events,enum=attestation"`
+	// What is "events", "attestation" or "statement".
+	What string `json:"what" jsonschema:"enum=events,enum=attestation,enum=statement"`
 	Path string `json:"path"`
 	// SHA256 is the hex digest of the file as written; "" for the event
 	// stream, which the summary does not re-read.

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/loopback"
 )
@@ -25,7 +26,9 @@ type IO struct {
 	// Self is the metaharness executable, which the child starts as its
 	// hook program and catalogue server.
 	Self string
-	Log  *zap.Logger
+	// Version is metaharness's own, for the records that name the build.
+	Version string
+	Log     *zap.Logger
 }
 
 // Run is one governed session, in the order SPEC §5 gives: checks that
@@ -49,7 +52,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	defer r.cleanup()
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
-	return r.summarize(code, err)
+	return r.summarize(r.writeStatement(code, err))
 }
 
 // errStdoutClosed stops a run whose stdout reader went away: a closed
@@ -75,6 +78,9 @@ type run struct {
 	happened []string                // what had started, for catalogue-copy-differs
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	ended    *ended                  // set once the session has been concluded (run_windup.go)
+
+	statement        *statement          // under --statement (run_statement.go)
+	statementWritten []attest.RecordFile // where it was written
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:

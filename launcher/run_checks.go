@@ -49,6 +49,9 @@ func (r *run) check(ctx context.Context) error {
 	if err := checkOutputPaths(s); err != nil {
 		return err
 	}
+	if err := r.checkStatement(); err != nil {
+		return err
+	}
 	if s.Catalogue != "" {
 		if r.in.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return err

@@ -50,6 +50,7 @@ func (r *run) openEvents() error {
 	if r.spec.Output != OutputFinal {
 		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
+	sinks = append(sinks, r.statementSink()...)
 	for _, ef := range r.spec.eventFiles() {
 		f, err := os.OpenFile(ef.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {

@@ -97,6 +97,11 @@ type Spec struct {
 	Output          Output `json:"output,omitempty"`
 	Events          string `json:"events,omitempty"`
 	AttestationFile string `json:"attestation,omitempty"`
+	// Statement is --statement: where the run's signed in-toto statement
+	// goes; SignKey is --sign-key, the private key that signs it (the
+	// child's view reads it as empty).
+	Statement string `json:"statement,omitempty"`
+	SignKey   string `json:"sign_key,omitempty"`
 	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
 	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
 	// the event stream and attestation. Empty when the fleet names none.

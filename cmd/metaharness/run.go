@@ -57,6 +57,8 @@ type runCmd struct {
 	Output        launcher.Output `enum:"events,final" default:"events" help:"stdout carries the event stream, or only the final answer (then use --events FILE)."`
 	Events        string          `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	Statement     string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
+	SignKey       string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
 	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
 	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
@@ -108,6 +110,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
 		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
 		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
+		Statement: c.Statement, SignKey: c.SignKey,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
 		KindFlags: c.Kinds.Given(),
 	}, nil
@@ -230,7 +233,7 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
 	}
 	return launcher.Run(ctx, spec, kind, launcher.IO{
-		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log, Version: version,
 		ForgetEnv: confine.ForgetEnv,
 	})
 }
