@@ -360,6 +360,26 @@ func (w *Wire) Responses() []Response {
 	return out
 }
 
+// Head is the response to the request that reached the proxy at start
+// with method, without its items (its model, status, usage, how it
+// ended), and whether the view holds one: a per-request lookup that
+// copies no content.
+func (w *Wire) Head(start time.Time, method string) (Response, bool) {
+	w.mu.Lock()
+	streams := slices.Clone(w.streams)
+	w.mu.Unlock()
+	for i := len(streams) - 1; i >= 0; i-- {
+		s := streams[i]
+		s.mu.Lock()
+		h := s.head
+		s.mu.Unlock()
+		if h.Start.Equal(start) && h.Method == method {
+			return h, true
+		}
+	}
+	return Response{}, false
+}
+
 // Call is the first tool call the model emitted with this id, and whether
 // there is one. A call still streaming is returned as far as it has
 // arrived (Complete false).
