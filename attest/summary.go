@@ -54,6 +54,9 @@ type Summary struct {
 	NumTurns     *uint64       `json:"num_turns" jsonschema:"nullable"`
 	// Records are the files the run wrote its records to.
 	Records []RecordFile `json:"records"`
+	// TraceID is the run's OpenTelemetry trace id; absent without an
+	// export.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // RecordFile is one file a run wrote its records to.

@@ -10,6 +10,8 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/telemetry"
 )
 
 // IO is what a run touches outside its spec.
@@ -52,7 +54,9 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	defer r.cleanup()
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
-	return r.summarize(r.writeStatement(code, err))
+	code, err = r.writeStatement(code, err)
+	r.endTelemetry(code, err, context.Cause(ctx) != nil)
+	return r.summarize(code, err)
 }
 
 // errStdoutClosed stops a run whose stdout reader went away: a closed
@@ -81,6 +85,9 @@ type run struct {
 
 	statement        *statement          // under --statement (run_statement.go)
 	statementWritten []attest.RecordFile // where it was written
+
+	tel      *telemetry.Run    // the run's trace, under --otlp-endpoint (run_telemetry.go)
+	telState *record.Telemetry // what its first flush delivered
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:

@@ -52,6 +52,9 @@ func (r *run) check(ctx context.Context) error {
 	if err := r.checkStatement(); err != nil {
 		return err
 	}
+	if err := r.startTelemetry(); err != nil {
+		return err
+	}
 	if s.Catalogue != "" {
 		if r.in.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return err

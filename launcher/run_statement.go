@@ -181,7 +181,7 @@ func (r *run) unkept(out *[]provenance.Subject, role provenance.Role, path strin
 
 // predicate is how the run ended and, once it had one, its attestation.
 func (r *run) predicate(code exit.Code, err error) provenance.Predicate {
-	p := provenance.Predicate{Run: r.out.runID, Kind: r.spec.Kind, Metaharness: r.io.Version, ExitCode: int(code)}
+	p := provenance.Predicate{Run: r.out.runID, Kind: r.spec.Kind, Metaharness: r.io.Version, ExitCode: int(code), TraceID: r.traceID()}
 	if err != nil {
 		line := exit.Line(err)
 		p.Reason = &line

@@ -130,6 +130,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 	}
 	sum := attest.NewSummary(s.Kind, code)
 	sum.Run = r.out.runID
+	sum.TraceID = r.traceID()
 	if err != nil {
 		line := exit.Line(err)
 		sum.Reason = &line

@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/metaharness/metaharness/record"
 )
 
 // Exporter is one process's export: a tracer provider whose spans go out
@@ -88,21 +90,8 @@ func (x *Exporter) Tracer() trace.Tracer { return x.tracer }
 // Config is what the export was asked for.
 func (x *Exporter) Config() *Config { return x.cfg }
 
-// State is what an export delivered, for a record: never a header.
-type State struct {
-	Endpoint string `json:"endpoint"`
-	Protocol string `json:"protocol"`
-	// TraceID is the run's trace; empty for a sidecar's.
-	TraceID string `json:"trace_id,omitempty"`
-	// Spans counts the spans that ended, Exported those the collector
-	// took; the rest were dropped or failed.
-	Spans    int64 `json:"spans"`
-	Exported int64 `json:"exported"`
-	// Content: prompts and texts were exported (the opt-in).
-	Content bool `json:"content"`
-	// Error is why some spans did not go out; empty when all did.
-	Error string `json:"error,omitempty"`
-}
+// State is what an export delivered, for a record (record.Telemetry).
+type State = record.Telemetry
 
 // state is the counts so far, and why some spans did not go out.
 func (x *Exporter) state(waited error, bound time.Duration) State {

@@ -58,6 +58,7 @@ type runCmd struct {
 	Events        string          `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
 	Statement     string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
+	OTLPEndpoint  string          `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
 	SignKey       string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
 	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home (not built yet)." type:"path"`
 	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
@@ -110,7 +111,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
 		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
 		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
-		Statement: c.Statement, SignKey: c.SignKey,
+		Statement: c.Statement, SignKey: c.SignKey, OTLPEndpoint: c.OTLPEndpoint,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
 		KindFlags: c.Kinds.Given(),
 	}, nil
