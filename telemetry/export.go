@@ -29,7 +29,7 @@ type Exporter struct {
 	tp     *sdktrace.TracerProvider
 	tracer trace.Tracer
 	count  *counting
-	ended atomic.Int64
+	ended  atomic.Int64
 
 	mu       sync.Mutex
 	flushErr string // why a flush failed: the end does not wait again
