@@ -293,3 +293,23 @@ func keys(m map[string]ptrace.Span) []string {
 	}
 	return out
 }
+
+// FuzzResolve: no endpoint or header list makes Resolve panic, and what
+// it accepts is https or loopback http with no user info.
+func FuzzResolve(f *testing.F) {
+	f.Add("http://127.0.0.1:4318", "api-key=a%20b,x=y", "grpc")
+	f.Add("https://otel.example/base/", "", "http/protobuf")
+	f.Add("http://[::1]:4317", "k=%", "")
+	f.Fuzz(func(t *testing.T, endpoint, headers, protocol string) {
+		cfg, err := Resolve(endpoint, map[string]string{EnvHeaders: headers, EnvProtocol: protocol})
+		if err != nil || cfg == nil {
+			return
+		}
+		if !strings.HasPrefix(cfg.Endpoint, "https://") && !strings.HasPrefix(cfg.Endpoint, "http://") {
+			t.Fatalf("accepted %q", cfg.Endpoint)
+		}
+		if strings.Contains(cfg.Endpoint, "@") {
+			t.Fatalf("accepted user info: %q", cfg.Endpoint)
+		}
+	})
+}
