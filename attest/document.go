@@ -44,6 +44,9 @@ type Document struct {
 	// stopped taking it (stdout, the --events file), the line it stopped at
 	// and why; empty when every one held. A failure makes the run exit 2.
 	StreamFailures []record.SinkFailure `json:"stream_failures"`
+	// Telemetry is what the run's OpenTelemetry export delivered by the
+	// time its stream closed; null without an export.
+	Telemetry *record.Telemetry `json:"telemetry,omitempty" jsonschema:"nullable"`
 }
 
 // Loopback is what the loopback proxy recorded: every request (the most

@@ -54,12 +54,15 @@ type Summary struct {
 	NumTurns     *uint64       `json:"num_turns" jsonschema:"nullable"`
 	// Records are the files the run wrote its records to.
 	Records []RecordFile `json:"records"`
+	// TraceID is the run's OpenTelemetry trace id; absent without an
+	// export.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // RecordFile is one file a run wrote its records to.
 type RecordFile struct {
-	// What is "events" or "attestation".
-	What string `json:"what" jsonschema:"enum=events,enum=attestation"`
+	// What is "events", "attestation" or "statement".
+	What string `json:"what" jsonschema:"enum=events,enum=attestation,enum=statement"`
 	Path string `json:"path"`
 	// SHA256 is the hex digest of the file as written; "" for the event
 	// stream, which the summary does not re-read.

@@ -105,6 +105,9 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	if spec.TokenFile != "" {
 		c.Covered = append([]string{spec.TokenFile}, c.Covered...)
 	}
+	if spec.SignKey != "" {
+		c.Covered = append(c.Covered, filepath.Clean(spec.SignKey))
+	}
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}

@@ -7,8 +7,11 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/telemetry"
 )
 
 // IO is what a run touches outside its spec.
@@ -25,7 +28,9 @@ type IO struct {
 	// Self is the metaharness executable, which the child starts as its
 	// hook program and catalogue server.
 	Self string
-	Log  *zap.Logger
+	// Version is metaharness's own, for the records that name the build.
+	Version string
+	Log     *zap.Logger
 }
 
 // Run is one governed session, in the order SPEC §5 gives: checks that
@@ -49,6 +54,8 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	defer r.cleanup()
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
+	code, err = r.writeStatement(code, err)
+	r.endTelemetry(code, err, context.Cause(ctx) != nil)
 	return r.summarize(code, err)
 }
 
@@ -75,6 +82,12 @@ type run struct {
 	happened []string                // what had started, for catalogue-copy-differs
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	ended    *ended                  // set once the session has been concluded (run_windup.go)
+
+	statement        *statement          // under --statement (run_statement.go)
+	statementWritten []attest.RecordFile // where it was written
+
+	tel      *telemetry.Run    // the run's trace, under --otlp-endpoint (run_telemetry.go)
+	telState *record.Telemetry // what its first flush delivered
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:

@@ -53,6 +53,12 @@ func (r *run) check(ctx context.Context) error {
 	if s.StrictCatalogue && r.d.Catalogue.NotCarried != "" {
 		return exit.Refuse(mcpserve.RefuseNotCarried, "--strict-catalogue holds a --catalogue to this build's performers, and %s carries none: %s", s.Kind, r.d.Catalogue.NotCarried)
 	}
+	if err := r.checkStatement(); err != nil {
+		return err
+	}
+	if err := r.startTelemetry(); err != nil {
+		return err
+	}
 	if s.Catalogue != "" {
 		if r.in.contract, err = mcpserve.LoadContract(s.Catalogue); err != nil {
 			return err

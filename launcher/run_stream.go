@@ -50,6 +50,8 @@ func (r *run) openEvents() error {
 	if r.spec.Output != OutputFinal {
 		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
+	sinks = append(sinks, r.statementSink()...)
+	sinks = append(sinks, r.telemetrySink()...)
 	for _, ef := range r.spec.eventFiles() {
 		f, err := os.OpenFile(ef.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
@@ -106,6 +108,7 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	ev.Hermetic = &att
 	ev.Transcript = &record.TranscriptRef{Path: r.tree.transcript()}
 	ev.ContextFiles = contextfile.Records(r.in.context, r.d.ContextChannel)
+	ev.TraceID = r.traceID()
 	if c := r.in.contract; c != nil {
 		ev.Withheld = []record.Withheld{}
 		for _, e := range c.Unperformed() {

@@ -24,6 +24,7 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	eng := svc.eng
 	_ = eng.Close()
 	r.closeProxy()
+	r.closeTelemetry(context.Cause(ctx) != nil)
 	if w := r.channelSummary(); w != nil {
 		r.emit(nil, w)
 	}
@@ -118,6 +119,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 		doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
 	}
 	doc.StreamFailures = r.out.events.Failures()
+	doc.Telemetry = r.telState
 	if quota != nil {
 		doc.UpstreamQuota = &quota.rec
 		doc.ExitCode = int(exit.Quota)

@@ -80,7 +80,7 @@ func checkSessionOutputs(s *Spec) error {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			return exit.Refuse(RefuseArtifactsDir, "$%s %s is not an existing directory; the fleet names a directory it made for this session", EnvArtifactsDir, d)
 		}
-		for _, name := range []string{ArtifactEvents, ArtifactAttestation} {
+		for _, name := range []string{ArtifactEvents, ArtifactAttestation, ArtifactStatement} {
 			if _, err := os.Lstat(filepath.Join(d, name)); err == nil {
 				return exit.Refuse(RefuseArtifactsDir, "$%s %s already holds %s, an earlier run's record; each session needs a directory of its own", EnvArtifactsDir, d, name)
 			}
@@ -130,6 +130,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 	}
 	sum := attest.NewSummary(s.Kind, code)
 	sum.Run = r.out.runID
+	sum.TraceID = r.traceID()
 	if err != nil {
 		line := exit.Line(err)
 		sum.Reason = &line
@@ -151,6 +152,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 		}
 		sum.Records = append(sum.Records, e.written...)
 	}
+	sum.Records = append(sum.Records, r.statementWritten...)
 	if r.out.events != nil && r.out.events.Lines() > 0 {
 		for _, f := range s.eventFiles() {
 			sum.Records = append(sum.Records, attest.RecordFile{What: "events", Path: absPath(f.path)})

@@ -100,6 +100,14 @@ type Spec struct {
 	Output          Output `json:"output,omitempty"`
 	Events          string `json:"events,omitempty"`
 	AttestationFile string `json:"attestation,omitempty"`
+	// Statement is --statement: where the run's signed in-toto statement
+	// goes; SignKey is --sign-key, the private key that signs it (the
+	// child's view reads it as empty).
+	Statement string `json:"statement,omitempty"`
+	SignKey   string `json:"sign_key,omitempty"`
+	// OTLPEndpoint is --otlp-endpoint: the collector the run's trace goes
+	// to (else $OTEL_EXPORTER_OTLP_ENDPOINT; none when neither is set).
+	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
 	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
 	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
 	// the event stream and attestation. Empty when the fleet names none.

@@ -120,6 +120,9 @@ type Response struct {
 	End        End    `json:"end"`
 	// ErrorType is the API's error type or code, when the response failed.
 	ErrorType string `json:"error_type,omitempty"`
+	// Usage is the API's token accounting for the response as the wire
+	// gave it; nil when it gave none.
+	Usage *Usage `json:"usage,omitempty"`
 	// Unread says why the body was not read into the view (content
 	// encoded, not an event stream or JSON); empty when it was.
 	Unread string `json:"unread,omitempty"`
@@ -130,6 +133,46 @@ type Response struct {
 	// was read; some of its content is not held (Item.Truncated says
 	// which).
 	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Usage is a response's token counts as the API reports them: Anthropic's
+// usage (message_start's, output_tokens as message_delta last says), the
+// Responses API's response.usage.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty"`
+}
+
+// readUsage reads a usage object into u (made when nil): the keys both
+// APIs spell, each that is present replacing what u held.
+func readUsage(u **Usage, obj []byte) {
+	if *u == nil {
+		*u = &Usage{}
+	}
+	members(obj, func(k, v []byte) bool {
+		n, ok := intValue(v)
+		switch {
+		case keyIs(k, "input_tokens_details"):
+			members(v, func(k, v []byte) bool {
+				if n, ok := intValue(v); ok && keyIs(k, "cached_tokens") {
+					(*u).CacheReadTokens = int64(n)
+				}
+				return true
+			})
+		case !ok:
+		case keyIs(k, "input_tokens"):
+			(*u).InputTokens = int64(n)
+		case keyIs(k, "output_tokens"):
+			(*u).OutputTokens = int64(n)
+		case keyIs(k, "cache_read_input_tokens"):
+			(*u).CacheReadTokens = int64(n)
+		case keyIs(k, "cache_creation_input_tokens"):
+			(*u).CacheCreationTokens = int64(n)
+		}
+		return true
+	})
 }
 
 // Item is one thing the model emitted: a text, a tool call, a reasoning
@@ -338,6 +381,26 @@ func (w *Wire) Response(id string) (Response, bool) {
 		s.mu.Unlock()
 		if match {
 			return s.response(), true
+		}
+	}
+	return Response{}, false
+}
+
+// Head is the response to the request that reached the proxy at start
+// with method, without its items (its model, status, usage, how it
+// ended), and whether the view holds one: a per-request lookup that
+// copies no content.
+func (w *Wire) Head(start time.Time, method string) (Response, bool) {
+	w.mu.Lock()
+	streams := slices.Clone(w.streams)
+	w.mu.Unlock()
+	for i := len(streams) - 1; i >= 0; i-- {
+		s := streams[i]
+		s.mu.Lock()
+		h := s.head
+		s.mu.Unlock()
+		if h.Start.Equal(start) && h.Method == method {
+			return h, true
 		}
 	}
 	return Response{}, false

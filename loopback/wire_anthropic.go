@@ -101,11 +101,16 @@ func (anthropicDialect) event(s *wireStream, typ string, data []byte) {
 				if r := stringValue(v); r != "" {
 					s.head.StopReason = r
 				}
+			case keyIs(k, "usage"):
+				readUsage(&s.head.Usage, v)
 			}
 			return true
 		})
 	case "message_delta":
 		members(data, func(k, v []byte) bool {
+			if keyIs(k, "usage") {
+				readUsage(&s.head.Usage, v)
+			}
 			if keyIs(k, "delta") {
 				members(v, func(k, v []byte) bool {
 					if keyIs(k, "stop_reason") {
@@ -270,6 +275,7 @@ func (anthropicDialect) body(r *Response, status int, doc []byte) error {
 		Model      string           `json:"model"`
 		StopReason *string          `json:"stop_reason"`
 		Content    []anthropicBlock `json:"content"`
+		Usage      json.RawMessage  `json:"usage"`
 		Error      *struct {
 			Type string `json:"type"`
 		} `json:"error"`
@@ -289,6 +295,9 @@ func (anthropicDialect) body(r *Response, status int, doc []byte) error {
 		return errors.New("not a Messages response")
 	}
 	r.ID, r.Model, r.End = m.ID, m.Model, EndCompleted
+	if len(m.Usage) > 0 {
+		readUsage(&r.Usage, m.Usage)
+	}
 	if m.StopReason != nil {
 		r.StopReason = *m.StopReason
 	}

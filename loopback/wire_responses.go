@@ -92,6 +92,8 @@ func (s *wireStream) responsesHead(resp []byte) {
 			if t := responsesErrorType(v); t != "" {
 				s.head.ErrorType = t
 			}
+		case keyIs(k, "usage") && len(v) > 0 && v[0] == '{':
+			readUsage(&s.head.Usage, v)
 		}
 		return true
 	}) {
@@ -204,6 +206,7 @@ func (responsesDialect) body(r *Response, status int, doc []byte) error {
 		Status            string            `json:"status"`
 		Output            []json.RawMessage `json:"output"`
 		Error             json.RawMessage   `json:"error"`
+		Usage             json.RawMessage   `json:"usage"`
 		IncompleteDetails *struct {
 			Reason string `json:"reason"`
 		} `json:"incomplete_details"`
@@ -220,6 +223,9 @@ func (responsesDialect) body(r *Response, status int, doc []byte) error {
 		return errors.New("not a Responses response")
 	}
 	r.ID, r.Model, r.StopReason = m.ID, m.Model, m.Status
+	if len(m.Usage) > 0 && m.Usage[0] == '{' {
+		readUsage(&r.Usage, m.Usage)
+	}
 	if m.IncompleteDetails != nil && m.IncompleteDetails.Reason != "" {
 		r.StopReason = m.IncompleteDetails.Reason
 	}

@@ -76,22 +76,23 @@ func wireCases() []wireCase {
 	return []wireCase{
 		{"anthropic-tool.sse", AnthropicMessages, 200, with(anthropicHead, func(r *Response) {
 			r.StopReason, r.End = "tool_use", EndCompleted
+			r.Usage = &Usage{InputTokens: 472, OutputTokens: 89} // message_delta's count replaces message_start's
 			r.Items = []Item{{Kind: KindReasoning, Type: "thinking", Complete: true},
 				{Kind: KindText, Type: "text", Text: anthropicText, Complete: true}, toolCall}
 		})},
 		{"anthropic-cut.sse", AnthropicMessages, 200, with(anthropicHead, func(r *Response) {
-			r.End = EndCut
+			r.End, r.Usage = EndCut, &Usage{InputTokens: 472, OutputTokens: 2}
 			r.Items = []Item{{Kind: KindReasoning, Type: "thinking", Complete: true},
 				{Kind: KindText, Type: "text", Text: anthropicText, Complete: true},
 				{Kind: KindToolCall, Type: "tool_use", ID: toolCall.ID, Call: &Call{ID: toolCall.ID, Name: toolCall.Call.Name,
 					Input: json.RawMessage(`"{\"path\": \"no"`), InputForm: InputUnparsed, Response: toolMsg, Emitted: 1}}}
 		})},
 		{"anthropic-error.sse", AnthropicMessages, 200, with(anthropicHead, func(r *Response) {
-			r.End, r.ErrorType = EndFailed, "overloaded_error"
+			r.End, r.ErrorType, r.Usage = EndFailed, "overloaded_error", &Usage{InputTokens: 472, OutputTokens: 2}
 			r.Items = []Item{{Kind: KindText, Type: "text", Text: "Hel"}}
 		})},
 		{"anthropic-message.json", AnthropicMessages, 200, Response{Method: "POST", Path: "/v1/x", Status: 200,
-			ID: "msg_013Zva2CMHLNnXjNJJKqJ2EF", Model: "claude-opus-5-5", StopReason: "tool_use", End: EndCompleted,
+			ID: "msg_013Zva2CMHLNnXjNJJKqJ2EF", Model: "claude-opus-5-5", StopReason: "tool_use", End: EndCompleted, Usage: &Usage{InputTokens: 12, OutputTokens: 30},
 			Items: []Item{{Kind: KindText, Type: "text", Text: "Reading it.", Complete: true},
 				{Kind: KindToolCall, Type: "tool_use", ID: "toolu_01A09q90qw90lq917835lq9", Complete: true, Call: &Call{
 					ID: "toolu_01A09q90qw90lq917835lq9", Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"max_bytes":10,"path":"notes.txt"}`),
@@ -99,7 +100,7 @@ func wireCases() []wireCase {
 		{"anthropic-429.json", AnthropicMessages, 429, Response{Method: "POST", Path: "/v1/x", Status: 429, Items: []Item{},
 			End: EndFailed, ErrorType: "rate_limit_error"}},
 		{"responses-tool.sse", OpenAIResponses, 200, with(responsesHead, func(r *Response) {
-			r.StopReason, r.End = "completed", EndCompleted
+			r.StopReason, r.End, r.Usage = "completed", EndCompleted, &Usage{InputTokens: 329, OutputTokens: 99}
 			r.Items = []Item{reasoning, message, fc, ctc, bad}
 		})},
 		{"responses-cut.sse", OpenAIResponses, 200, with(responsesHead, func(r *Response) {
@@ -119,7 +120,7 @@ func wireCases() []wireCase {
 		{"responses-429.json", OpenAIResponses, 429, Response{Method: "POST", Path: "/v1/x", Status: 429, Items: []Item{},
 			End: EndFailed, ErrorType: "insufficient_quota"}},
 		{"responses-body.json", OpenAIResponses, 200, with(responsesHead, func(r *Response) {
-			r.Stream, r.StopReason, r.End = false, "completed", EndCompleted
+			r.Stream, r.StopReason, r.End, r.Usage = false, "completed", EndCompleted, &Usage{InputTokens: 329, OutputTokens: 99}
 			r.Items = []Item{reasoning, message, fc, ctc, bad}
 		})},
 	}

@@ -23,6 +23,9 @@ type Config struct {
 	HTTP            string // loopback HOST:PORT; "" serves stdio
 	DecisionsSocket string // "" decides standalone: allow and record on stderr
 	Version         string
+	// Observe, when set, wraps the decider every call is put to (the
+	// verb's OpenTelemetry export records each call there).
+	Observe func(decide.Asker) decide.Asker
 }
 
 // Serve runs the mcp-serve verb: checks (every refusal before anything is
@@ -58,6 +61,9 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		opts.Asker = decide.Dial(abs)
 	} else {
 		opts.Asker = RecordingAsker(stderr)
+	}
+	if cfg.Observe != nil {
+		opts.Asker = cfg.Observe(opts.Asker)
 	}
 	var ln net.Listener
 	if cfg.HTTP != "" {

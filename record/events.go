@@ -88,6 +88,9 @@ type SessionStarted struct {
 	Transcript          *TranscriptRef `json:"transcript" jsonschema:"nullable"`
 	Hermetic            *Attestation   `json:"hermetic" jsonschema:"nullable"`
 	ContextFiles        []ContextFile  `json:"context_files,omitempty"`
+	// TraceID is the run's OpenTelemetry trace id (--otlp-endpoint),
+	// absent without an export: a fleet joins records and traces by it.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Withheld is one tool the run asked for and the machine refused to admit.

@@ -16,6 +16,7 @@ import (
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/loopback"
+	"github.com/metaharness/metaharness/telemetry"
 )
 
 type loopbackCmd struct {
@@ -30,6 +31,7 @@ type loopbackCmd struct {
 	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
 	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code) or openai-responses (Codex). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's request: POST /v1/messages or POST /v1/responses. Default: none; nothing is read."`
 	AllowPath    []string `name:"allow-path" sep:"none" placeholder:"'METHOD /PATH'" help:"A request the proxy forwards with the token, e.g. 'POST /v1/messages' (any query); repeatable. Every other one is answered 403. Default: all paths, or the --model-api's own."`
+	OTLPEndpoint string   `name:"otlp-endpoint" placeholder:"URL" help:"Export each request (method, path, status, bytes and, with --model-api, the model and token usage) as an OpenTelemetry span to this collector (OTLP; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS); a telemetry line before the counters says what was delivered."`
 }
 
 // loopbackStarted is the one line printed once the proxy listens: what an
@@ -55,11 +57,16 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	out := &lineWriter{enc: json.NewEncoder(e.stdout)}
+	x, err := sidecarExport(c.OTLPEndpoint, "loopback", e)
+	if err != nil {
+		return exit.Refused, err
+	}
+	var p *loopback.Proxy // set before it serves, so before any record
 	paths := c.AllowPath
 	if len(paths) == 0 {
 		paths = loopback.ModelAPIPaths(c.ModelAPI)
 	}
-	p, err := loopback.New(loopback.Config{
+	p, err = loopback.New(loopback.Config{
 		Upstream:    c.Upstream,
 		Header:      loopback.HeaderStyle(c.UpstreamAuth),
 		Credentials: loopback.Credentials(c.ChildKey),
@@ -77,6 +84,15 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 		OnRecord: func(rec loopback.Record) {
 			if rec.Quota != nil {
 				_ = out.encode(map[string]loopback.Record{"upstream_quota": rec})
+			}
+			if x != nil {
+				var head *loopback.Response
+				if w := p.Wire(); w != nil {
+					if h, ok := w.Head(rec.Start, rec.Method); ok {
+						head = &h
+					}
+				}
+				x.Request(rec, head)
 			}
 		},
 		LookupEnv: func(k string) (string, bool) {
@@ -124,6 +140,11 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	if w := p.Wire(); w != nil {
 		if err := out.encode(map[string]loopback.WireStats{"wire": w.Stats()}); err != nil {
 			return exit.Refused, fmt.Errorf("writing the wire line to stdout: %w", err)
+		}
+	}
+	if x != nil {
+		if err := out.encode(map[string]telemetry.State{"telemetry": x.Done()}); err != nil {
+			return exit.Refused, fmt.Errorf("writing the telemetry line to stdout: %w", err)
 		}
 	}
 	if err := out.encode(map[string]loopback.Counters{"counters": p.Counters()}); err != nil {

@@ -36,7 +36,7 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
-		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd, "seqfile": seqfile, "upstream": upstreamCmd},
+		Cmds:                map[string]func(ts *testscript.TestScript, neg bool, args []string){"exitcode": exitcode, "vendor": vendorCmd, "seqfile": seqfile, "upstream": upstreamCmd, "collector": collectorCmd},
 		Setup: func(env *testscript.Env) error {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")

@@ -16,4 +16,6 @@ const (
 	RefusePromptTwice        exit.Name = "prompt-twice"
 	RefuseStrayArguments     exit.Name = "stray-arguments"
 	RefusePromptNotUTF8      exit.Name = "prompt-not-utf8"
+	RefuseVerifyAlone        exit.Name = "verify-alone"
+	RefuseKeyWithoutVerify   exit.Name = "key-without-verify"
 )

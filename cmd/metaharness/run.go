@@ -58,6 +58,9 @@ type runCmd struct {
 	Output        launcher.Output `enum:"events,final" default:"events" help:"What stdout carries: events (the default: the event stream) or final (only the final answer; the stream then needs --events FILE)."`
 	Events        string          `help:"Also write the event stream to this file." type:"path"`
 	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	Statement     string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
+	OTLPEndpoint  string          `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
+	SignKey       string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
 	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
 	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
@@ -109,6 +112,7 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
 		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
 		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
+		Statement: c.Statement, SignKey: c.SignKey, OTLPEndpoint: c.OTLPEndpoint,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
 		KindFlags: c.Kinds.Given(),
 	}, nil
@@ -231,7 +235,7 @@ func (c *runCmd) run(e *env) (exit.Code, error) {
 		return exit.Refused, fmt.Errorf("finding the metaharness executable the child starts as its hook and catalogue server: %w", err)
 	}
 	return launcher.Run(ctx, spec, kind, launcher.IO{
-		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log,
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Env: e.environ(), Self: self, Log: e.log, Version: version,
 		ForgetEnv: confine.ForgetEnv,
 	})
 }

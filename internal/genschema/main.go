@@ -15,6 +15,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/mcpserve"
+	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -28,6 +29,7 @@ func main() {
 		"attestation.schema.json":   attest.DocumentSchema,
 		"run-summary.schema.json":   attest.SummarySchema,
 		mcpserve.ContractSchemaFile: mcpserve.ContractSchema,
+		provenance.SchemaFile:       provenance.Schema,
 	} {
 		b, err := build()
 		if err == nil {

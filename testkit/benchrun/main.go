@@ -28,6 +28,7 @@ import (
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/testkit/collector"
 )
 
 // spawnedFile is where the stand-in writes its start time (Unix ns), in
@@ -48,6 +49,7 @@ func main() {
 	mh := flag.String("metaharness", "", "the metaharness binary to measure")
 	spawns := flag.Int("spawns", 30, "interleaved start→spawn pairs")
 	runs := flag.Int("runs", 7, "interleaved governed/bare pairs on the scripted model")
+	exports := flag.Int("exports", 7, "interleaved governed runs with the OpenTelemetry export on and off")
 	flag.Parse()
 	if *mh == "" {
 		fail(errors.New("-metaharness is required: the binary to measure (scripts/bench builds one)"))
@@ -73,6 +75,72 @@ func main() {
 	if err := governedVsBare(*mh, real, root, *runs); err != nil {
 		fail(fmt.Errorf("governed vs bare: %w", err))
 	}
+	fmt.Println()
+	if err := exportOnVsOff(*mh, real, root, *exports); err != nil {
+		fail(fmt.Errorf("export on vs off: %w", err))
+	}
+}
+
+// exportOnVsOff times, interleaved, the same governed run with
+// --otlp-endpoint to the OpenTelemetry Collector's own receiver on
+// loopback and without, each from exec to exit.
+func exportOnVsOff(mh, bin, root string, n int) error {
+	if n < 1 {
+		fmt.Println("export on vs off: not measured: -exports is 0")
+		return nil
+	}
+	c, err := collector.Start(collector.HTTP)
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	var on, off []time.Duration
+	for i := -1; i < n; i++ { // i = -1 warms the caches
+		for _, export := range []bool{true, false} {
+			name := fmt.Sprintf("export-%d-%t", i+1, export)
+			o, err := newOperator(root, name, bin)
+			if err != nil {
+				return err
+			}
+			notes := filepath.Join(o.tree, "notes.md")
+			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+				return err
+			}
+			up := scripted.NewAnthropicServer(script(notes))
+			var more []string
+			if export {
+				more = []string{"--otlp-endpoint", c.Endpoint}
+			}
+			cmd := o.governed(mh, up.URL(), more...)
+			start := time.Now()
+			out, err := cmd.CombinedOutput()
+			d := time.Since(start)
+			up.Close()
+			if err != nil {
+				return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+			}
+			if export && strings.Contains(string(out), "OTLP_EXPORT_FAILED") {
+				return fmt.Errorf("the export failed:\n%s", out)
+			}
+			if i >= 0 {
+				if export {
+					on = append(on, d)
+				} else {
+					off = append(off, d)
+				}
+			}
+			_ = os.RemoveAll(filepath.Join(root, name))
+		}
+	}
+	var ratios []float64
+	for i := range on {
+		ratios = append(ratios, on[i].Seconds()/off[i].Seconds())
+	}
+	fmt.Printf("governed Claude Code run with the OpenTelemetry export on vs off (HTTP/protobuf to the Collector's receiver on loopback): %d interleaved pairs, medians\n", n)
+	fmt.Printf("  --otlp-endpoint %8.1f ms (%d spans received in all)\n", ms(median(on)), len(c.Spans()))
+	fmt.Printf("  no export       %8.1f ms\n", ms(median(off)))
+	fmt.Printf("  ratio (median of the pairs' ratios) %.3fx, %+.1f ms\n", medianF(ratios), ms(median(on)-median(off)))
+	return nil
 }
 
 func fail(err error) {
