@@ -47,6 +47,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	ctx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 	defer r.cleanup()
+	r.out.runID = newRunID(spec.Kind)
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
 	return r.summarize(code, err)
@@ -75,6 +76,12 @@ type run struct {
 	happened []string                // what had started, for catalogue-copy-differs
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	ended    *ended                  // set once the session has been concluded (run_windup.go)
+	// recordsMade: the run's own directory under --records-dir exists
+	// (sessionoutputs.go).
+	recordsMade bool
+	// halted names the embedder's command that ended the session, halt or
+	// interrupt; "" when none did (run_windup.go).
+	halted string
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:
@@ -83,6 +90,9 @@ type run struct {
 // wind-up (run_session.go, run_windup.go). A phase's error is a refusal,
 // exit 2, where the run stands.
 func (r *run) start(ctx context.Context) (exit.Code, error) {
+	if err := r.makeRunRecords(); err != nil {
+		return exit.Refused, err
+	}
 	if err := r.check(ctx); err != nil {
 		return exit.Refused, err
 	}

@@ -29,8 +29,9 @@ func noQuotaPhrase(t *testing.T, what, text string) {
 // output.
 var phraseAllowed = map[string][]string{
 	// The vendors' error types a quota answer is told by; printed only in
-	// the line for an answer that had one.
-	"loopback/quota.go": {`"rate_limit_error"`, `"insufficient_quota"`, `"rate_limit_exceeded"`, `"usage_limit_reached"`},
+	// the line for an answer that had one. The second pair are the hard
+	// quotas, which no throttle budget waits out.
+	"loopback/quota.go": {`"rate_limit_error"`, `"insufficient_quota"`, `"rate_limit_exceeded"`, `"usage_limit_reached"`, `"insufficient_quota"`, `"usage_limit_reached"`},
 	// The one line for a real quota answer.
 	"launcher/run_windup.go": {`"metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
 	// The event the vendor's own rate-limit notices become: stream
