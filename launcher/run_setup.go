@@ -92,6 +92,11 @@ func (r *run) observe(ctx context.Context, w *World) error {
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return err
 	}
+	if r.spec.Cwd != "" {
+		if w.Git, err = findGitDirs(r.spec.Cwd); err != nil {
+			r.emit(nil, &record.Warning{Code: WarnGitDirNotBound, Message: "--cwd " + r.spec.Cwd + " is a git worktree whose git directory metaharness does not bind into the child's view, so git cannot work there: " + err.Error()})
+		}
+	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
 	if err != nil {
 		return exit.Wrap(RefuseMemoryWalk, err, "the memory-file walk from %s failed", r.tree.cwd)
