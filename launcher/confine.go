@@ -99,6 +99,11 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 			c.Hidden = append(c.Hidden, r)
 		}
 	}
+	// Every run's records (--records-dir): the child neither reads another
+	// session's nor writes any; metaharness writes them from outside.
+	if d := spec.RecordsDir; filepath.IsAbs(d) && filepath.Clean(d) != "/" {
+		c.Hidden = append(c.Hidden, filepath.Clean(d))
+	}
 	// Other runs' trees: the run's own is bound back (ReadOnly, Writable).
 	if w.RuntimeDir != "" && !slices.Contains(c.Hidden, w.RuntimeDir) {
 		c.Hidden = append(c.Hidden, w.RuntimeDir)
