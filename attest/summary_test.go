@@ -2,8 +2,11 @@ package attest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -90,5 +93,31 @@ func TestSummaryAnswerIsBounded(t *testing.T) {
 	short.SetAnswer("done")
 	if short.FinalAnswerTruncated || *short.FinalAnswer != "done" {
 		t.Errorf("a short answer: %+v", short)
+	}
+}
+
+// TestEmbeddingOutcomeTable: docs/embedding.md's table of how a run ends
+// lists every outcome once, in the order of Outcomes, each with its exit
+// code and retry.
+func TestEmbeddingOutcomeTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n### Exit codes and outcomes\n")
+	if !ok {
+		t.Fatal("docs/embedding.md has no '### Exit codes and outcomes' section")
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	row := regexp.MustCompile("(?m)^\\| (\\d) \\| `([a-z_]+)` \\| `([a-z_]+)` \\|")
+	rows := row.FindAllStringSubmatch(section, -1)
+	if len(rows) != len(Outcomes) {
+		t.Fatalf("the table has %d rows, there are %d outcomes", len(rows), len(Outcomes))
+	}
+	for i, r := range rows {
+		o := Outcomes[i]
+		if want := []string{fmt.Sprint(int(o.Code)), o.Name, o.Retry}; !slices.Equal(r[1:], want) {
+			t.Errorf("row %d is %v, Outcomes[%d] is %v", i, r[1:], i, want)
+		}
 	}
 }
