@@ -108,3 +108,27 @@ func write(t *testing.T, path, text string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzGitLink: whatever the child left in a git link file (its worktree's
+// .git, the git directory's commondir and gitdir, which it may write),
+// gitLink returns only what follows the prefix on the first line, never
+// empty, and refuses a file past the bound.
+func FuzzGitLink(f *testing.F) {
+	f.Add([]byte("gitdir: /srv/repo/.git/worktrees/wt-1\n"), "gitdir: ")
+	f.Add([]byte("../..\n"), "")
+	f.Add([]byte("gitdir: \r\n\x00"), "gitdir: ")
+	f.Fuzz(func(t *testing.T, content []byte, prefix string) {
+		p := filepath.Join(t.TempDir(), "link")
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := gitLink(p, prefix)
+		if err != nil {
+			return
+		}
+		first, _, _ := strings.Cut(string(content), "\n")
+		if got == "" || len(content) > 4096 || strings.Contains(got, "\n") || !strings.HasPrefix(first, prefix) || !strings.HasSuffix(strings.TrimRight(first, "\r"), got) {
+			t.Fatalf("gitLink(%q, %q) = %q", content, prefix, got)
+		}
+	})
+}

@@ -75,7 +75,7 @@ const firstBackoff = time.Second
 // asked for more than is left (a long wait is a usage limit, not a
 // throttle).
 func ThrottleWait(h http.Header, n int, left time.Duration) (wait time.Duration, asked string, ok bool) {
-	if left <= 0 || n >= MaxThrottleRetries {
+	if left <= 0 || n < 0 || n >= MaxThrottleRetries {
 		return 0, "", false
 	}
 	if d, words, given := askedWait(h); given {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -255,4 +256,31 @@ func TestStopper(t *testing.T) {
 			t.Errorf("%s: %q, want %q", st.Reason, got, want)
 		}
 	}
+}
+
+// FuzzThrottleWait: whatever an upstream puts in retry-after-ms and
+// Retry-After, the wait is never negative, never past the budget left when
+// it is taken, and no retry is sent past MaxThrottleRetries or with no
+// budget left; what the record keeps of the upstream's words names the
+// header it came from.
+func FuzzThrottleWait(f *testing.F) {
+	f.Add("", "2", 0, int64(time.Minute))
+	f.Add("1500", "", 3, int64(time.Second))
+	f.Add("-1", "Wed, 21 Oct 2015 07:28:00 GMT", 1, int64(time.Hour))
+	f.Add("1e400", "99999999999", 7, int64(0))
+	f.Fuzz(func(t *testing.T, ms, ra string, n int, left int64) {
+		h := http.Header{}
+		h.Set("Retry-After-Ms", ms)
+		h.Set("Retry-After", ra)
+		wait, asked, ok := ThrottleWait(h, n, time.Duration(left))
+		if !ok {
+			return
+		}
+		if wait < 0 || wait > time.Duration(left) || n >= MaxThrottleRetries || left <= 0 {
+			t.Fatalf("wait %v with %v left at retry %d", wait, time.Duration(left), n)
+		}
+		if asked != "" && !strings.HasPrefix(asked, "retry-after-ms ") && !strings.HasPrefix(asked, "Retry-After ") {
+			t.Fatalf("asked %q", asked)
+		}
+	})
 }
