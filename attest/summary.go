@@ -1,6 +1,7 @@
 package attest
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/exit"
@@ -21,17 +22,19 @@ const MaxSummaryAnswer = 64 << 10
 // reported spending, and where the full records are.
 type Summary struct {
 	Format string `json:"format" jsonschema:"const=metaharness.run-summary/1"`
-	// Run is the event stream's run id; "" when the run was refused before
-	// its stream opened.
+	// Run is the run's id: its event stream's, and the name of its
+	// directory under --records-dir.
 	Run      string `json:"run"`
 	Kind     string `json:"kind"`
 	ExitCode int    `json:"exit_code"`
-	// Outcome names the exit code (Outcomes).
-	Outcome string `json:"outcome" jsonschema:"enum=ok,enum=gap,enum=refused,enum=unknown,enum=quota"`
-	// Retry is what the exit code means for a scheduler's retry (Outcomes).
+	// Outcome names how the run ended (Outcomes): one name per exit code,
+	// and for exit 3 which of the ways nobody found out.
+	Outcome string `json:"outcome" jsonschema:"enum=ok,enum=gap,enum=refused,enum=unknown,enum=stopped,enum=halted,enum=upstream_unreachable,enum=upstream_refused,enum=key_rejected,enum=quota"`
+	// Retry is what the outcome means for a scheduler's retry (Outcomes).
 	Retry string `json:"retry" jsonschema:"enum=none,enum=no,enum=after_fix,enum=yes,enum=after_cooldown"`
-	// Reason is the line that says why, as printed: the refusal, or the
-	// usage-limit line; null when the exit code says it all.
+	// Reason is the line that says why, as printed: the refusal, the line
+	// of an exit 3, or the usage-limit line; null when the exit code says
+	// it all.
 	Reason *string `json:"reason" jsonschema:"nullable"`
 	// FinalAnswer is the vendor's final answer, its first MaxSummaryAnswer
 	// bytes (FinalAnswerTruncated then says so); null when there was none.
@@ -69,31 +72,59 @@ type RecordFile struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
-// Outcome is what one exit code means to a scheduler.
+// Outcome is how a run ended, as a scheduler reads it: its exit code, a
+// name, and what it means for a retry.
 type Outcome struct {
+	Code exit.Code
+	// Name is the summary's outcome; its line on stderr (for exit 3) is
+	// named the same, with - for _.
 	Name  string
 	Retry string
 }
 
-// Outcomes name each exit code for a scheduler: 0 is done; 1 found a gap
-// in the controls, which the same session would find again; 2 is a refusal
-// or an I/O failure, which the line names the fix for; 3 is a session that
-// nobody could vouch for (it failed, was stopped, or its child died), worth
-// another attempt; 4 is the model API refusing the account, worth another
-// attempt after a cooldown or on another account.
-var Outcomes = map[exit.Code]Outcome{
-	exit.OK:      {"ok", "none"},
-	exit.Gap:     {"gap", "no"},
-	exit.Refused: {"refused", "after_fix"},
-	exit.Unknown: {"unknown", "yes"},
-	exit.Quota:   {"quota", "after_cooldown"},
+// The outcomes. Each exit code has one, but for 3, nobody found out, which
+// has one for each way a run gets there: the session's end was not
+// vouched for (unknown); a signal stopped it, as a fleet's cancel or
+// timeout does (stopped); the embedder's own halt or interrupt ended it
+// (halted); or the model API never served it (upstream_unreachable,
+// upstream_refused, key_rejected, each at the loopback proxy's first sight
+// of it).
+var (
+	OutcomeOK      = Outcome{exit.OK, "ok", "none"}
+	OutcomeGap     = Outcome{exit.Gap, "gap", "no"}
+	OutcomeRefused = Outcome{exit.Refused, "refused", "after_fix"}
+	OutcomeUnknown = Outcome{exit.Unknown, "unknown", "yes"}
+	OutcomeStopped = Outcome{exit.Unknown, "stopped", "yes"}
+	OutcomeHalted  = Outcome{exit.Unknown, "halted", "no"}
+	// An upstream nobody reached may be back soon; one that refuses the
+	// request or the key answers the same until someone fixes the
+	// endpoint or the key.
+	OutcomeUnreachable     = Outcome{exit.Unknown, "upstream_unreachable", "yes"}
+	OutcomeUpstreamRefused = Outcome{exit.Unknown, "upstream_refused", "after_fix"}
+	OutcomeKeyRejected     = Outcome{exit.Unknown, "key_rejected", "after_fix"}
+	OutcomeQuota           = Outcome{exit.Quota, "quota", "after_cooldown"}
+)
+
+// Outcomes are every outcome, the first of each code its default.
+var Outcomes = []Outcome{OutcomeOK, OutcomeGap, OutcomeRefused, OutcomeUnknown, OutcomeStopped, OutcomeHalted,
+	OutcomeUnreachable, OutcomeUpstreamRefused, OutcomeKeyRejected, OutcomeQuota}
+
+// OutcomeOf is code's default outcome.
+func OutcomeOf(code exit.Code) Outcome {
+	for _, o := range Outcomes {
+		if o.Code == code {
+			return o
+		}
+	}
+	return OutcomeUnknown
 }
 
-// NewSummary is the summary of a run that exited with code, naming the
-// outcome.
-func NewSummary(kind string, code exit.Code) Summary {
-	o := Outcomes[code]
-	return Summary{Format: SummaryFormat, Kind: kind, ExitCode: int(code), Outcome: o.Name, Retry: o.Retry, Records: []RecordFile{}}
+// LineName is the outcome's name as a stderr line names it.
+func (o Outcome) LineName() string { return strings.ReplaceAll(o.Name, "_", "-") }
+
+// NewSummary is the summary of a run that ended with outcome o.
+func NewSummary(kind string, o Outcome) Summary {
+	return Summary{Format: SummaryFormat, Kind: kind, ExitCode: int(o.Code), Outcome: o.Name, Retry: o.Retry, Records: []RecordFile{}}
 }
 
 // SetAnswer puts the final answer in, cut to MaxSummaryAnswer bytes on a

@@ -32,6 +32,18 @@ const (
 	Quota Code = 4
 )
 
+// Meanings say what each code means, in the words of README.md's exit
+// table (TestREADMEExitTable holds the two together), which follow the
+// seed: a run owes a verdict only when it is audited, so a run without an
+// audit never exits 1, and its gaps are in its attestation and summary.
+var Meanings = map[Code]string{
+	OK:      "it ran and every gating verdict is ok; a run without an audit (no `--audit`, no `--hermetic strict`): its session ended with a terminal record that is not an error (free verbs: succeeded)",
+	Gap:     "a gap: in an audited run a gating row is `gap` or the auditor said 1; a conformance vector failed; `doctor` found a fault. A run without an audit never exits 1: its gaps are in the attestation and the run summary (`control_verdict`)",
+	Refused: "metaharness refused or could not do its job: every refusal, every unbuilt option, every I/O failure. Never a verdict",
+	Unknown: "nobody found out: in an audited run a gating row is `unk`, the auditor said 3; the child died with no terminal record or with a failed one; a signal or the embedder's `halt` or `interrupt` stopped the session; or the model API never served it (unreachable, refusing the request, rejecting the key). One `metaharness: <outcome>: …` line on stderr says which. Not a softer 1",
+	Quota:   "`run` only: the model API would not serve the account: a 429 that `--throttle-budget` does not cover (a longer wait asked, or the budget spent), `insufficient_quota`, a quota error inside a stream; one `metaharness: usage-limit: …` line says which. Not a verdict of the controls: the same task may succeed after a cooldown or on another account",
+}
+
 // Name is a refusal's code, spelled as the seed spells it
 // (catalogue-malformed, …). Each package declares the names it refuses with
 // in one const block, each as Refuse<Code> in CamelCase, where the first

@@ -3,6 +3,11 @@ package exit
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -31,6 +36,34 @@ func TestWorstGapOutranksUnknown(t *testing.T) {
 	} {
 		if got := Worst(c.in...); got != c.want {
 			t.Errorf("Worst(%v) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+// TestREADMEExitTable: README.md's exit table has one row per code, in
+// order, each saying exactly what Meanings says.
+func TestREADMEExitTable(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Exit codes\n")
+	if !ok {
+		t.Fatal("README.md has no '## Exit codes' section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile(`(?m)^\| (\d) \| (.+) \|$`)
+	rows := row.FindAllStringSubmatch(section, -1)
+	if len(rows) != len(Meanings) {
+		t.Fatalf("README's exit table has %d rows, the exit package %d codes", len(rows), len(Meanings))
+	}
+	for i, r := range rows {
+		code, _ := strconv.Atoi(r[1])
+		if code != i {
+			t.Errorf("row %d is exit %d: the table goes 0 to %d in order", i, code, len(Meanings)-1)
+		}
+		if want := Meanings[Code(code)]; r[2] != want {
+			t.Errorf("exit %d: README says\n  %s\nthe exit package says\n  %s", code, r[2], want)
 		}
 	}
 }

@@ -135,9 +135,12 @@ func (e *Engine) control(c record.Command, abandons string) record.CommandOutcom
 		}
 		return record.Refuse(record.UnsupportedControl, fmt.Sprintf("%s could not be applied to the child: %v", c.CommandName(), err))
 	}
-	if _, ok := c.(*record.Halt); ok {
+	switch c.(type) {
+	case *record.Halt:
 		e.halted = true
 		e.ended = Halted
+	case *record.Interrupt:
+		e.interrupted = true
 	}
 	return record.OK(nil)
 }

@@ -125,6 +125,7 @@ type Engine struct {
 	ended         string // set once the run halted or the stream ended
 	noEmbedder    string // set once stdin ended in ask mode: why nobody answers
 	halted        bool
+	interrupted   bool // an interrupt command was applied
 	lines         uint64
 	ids           map[string]uint64 // command ids answered, and the stdin line of each
 	err           error
@@ -510,6 +511,15 @@ func (e *Engine) Halted() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.halted
+}
+
+// Interrupted reports whether an interrupt command was applied: the
+// embedder ended the turn, so a run that then ends unfinished ended by its
+// choice.
+func (e *Engine) Interrupted() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.interrupted
 }
 
 // FrameInForce is the frame deciding calls now, or nil.

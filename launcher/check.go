@@ -86,8 +86,15 @@ func checkSpec(s *Spec, d *Descriptor) error {
 	if s.Unconfined && !d.Confined {
 		return exit.Refuse(RefuseUnconfinedNotApplicable, "--unconfined on %s: metaharness does not confine the %s child (its own confinement is the kind's), so there is nothing to leave out; drop --unconfined", s.Kind, s.Kind)
 	}
-	if s.Output == OutputFinal && s.Events == "" && s.ArtifactsDir == "" {
-		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --events FILE (or run where the fleet names $%s)", EnvArtifactsDir)
+	eventsKept := s.Events != "" || s.ArtifactsDir != "" || s.RecordsDir != ""
+	switch {
+	case s.Output == OutputFinal && !eventsKept:
+		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --records-dir DIR or --events FILE (or run where the fleet names $%s)", EnvArtifactsDir)
+	case s.Output == OutputStatus && !eventsKept:
+		return exit.Refuse(RefuseOutputStatusNeedsRecords, "--output status prints one line naming the outcome, and the answer and the event stream need a home: add --records-dir DIR (or --events FILE, or run where the fleet names $%s)", EnvArtifactsDir)
+	}
+	if b := s.ThrottleBudget; b != nil && *b < 0 {
+		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v is negative; give how long one model request may wait out the upstream's throttles (0 waits none, the default is %v)", *b, DefaultThrottleBudget)
 	}
 	return nil
 }

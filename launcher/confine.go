@@ -54,7 +54,8 @@ var freshRoots = []string{"/tmp", "/var/tmp"}
 // own files (settings, the catalogue copy, the transcript) cannot be
 // changed under the run; writable only the child's scratch HOME and TMPDIR,
 // its cwd (--cwd, or the scratch work directory) and dirs (the kind's own,
-// such as a config home); the --token-file and the caller's credential
+// such as a config home), and where --cwd is a linked git worktree what git
+// writes to commit there (w.Git, bindGit); the --token-file and the caller's credential
 // files covered; the fresh tmpfs mounts sized (confine.DefaultFreshBytes,
 // DefaultShmBytes); and, each where the host holds it (w.Controls), the
 // seccomp filter on the child's tree and its own cgroup with memory and
@@ -98,6 +99,11 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 			c.Hidden = append(c.Hidden, r)
 		}
 	}
+	// Every run's records (--records-dir): the child neither reads another
+	// session's nor writes any; metaharness writes them from outside.
+	if d := spec.RecordsDir; filepath.IsAbs(d) && filepath.Clean(d) != "/" {
+		c.Hidden = append(c.Hidden, filepath.Clean(d))
+	}
 	// Other runs' trees: the run's own is bound back (ReadOnly, Writable).
 	if w.RuntimeDir != "" && !slices.Contains(c.Hidden, w.RuntimeDir) {
 		c.Hidden = append(c.Hidden, w.RuntimeDir)
@@ -111,6 +117,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
+	bindGit(c, w.Git)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
 		c.Listen = w.ProxyAddr
@@ -194,6 +201,7 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	if spec.Credentials == CredentialsLoopback {
 		h4 += tokenWords(spec, w)
 	}
+	claimGit(claim, w.Git)
 	claim.Enforce(attest.H4, h4)
 	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+

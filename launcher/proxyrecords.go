@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/loopback"
@@ -25,7 +26,24 @@ const (
 	// WarnLoopbackUpstreamQuota: the upstream answered that the account is
 	// out of quota or rate-limited (loopback.Quota); the run stops on it.
 	WarnLoopbackUpstreamQuota = "LOOPBACK_UPSTREAM_QUOTA"
+	// WarnLoopbackUpstreamThrottled: the upstream asked the request to
+	// wait (a 429 within the throttle budget); the proxy waits it out and
+	// sends the request again.
+	WarnLoopbackUpstreamThrottled = "LOOPBACK_UPSTREAM_THROTTLED"
 )
+
+// throttleEvent is the warning of a throttle the proxy begins to wait
+// out. Its words carry no vendor phrase of a quota: the run goes on, and a
+// fleet reading stdout for such words must not take it for one.
+func throttleEvent(method, path string, retry int, th loopback.Throttle, budget time.Duration) *record.Warning {
+	asked := "it named no wait, so the proxy backs off"
+	if th.RetryAfter != "" {
+		asked = "it asked for " + th.RetryAfter
+	}
+	return &record.Warning{Code: WarnLoopbackUpstreamThrottled, Message: fmt.Sprintf(
+		"%s %s: the upstream answered %d (%s); the proxy waits %v and sends the request again (retry %d of at most %d, within --throttle-budget %v for one request)",
+		method, path, th.Status, asked, th.Waited, retry, loopback.MaxThrottleRetries, budget)}
+}
 
 // proxyRecordEvent is the event a proxy record becomes in the stream. It
 // never holds a body, a token or the placeholder: the record holds none.
@@ -36,6 +54,13 @@ func proxyRecordEvent(rec loopback.Record) *record.Warning {
 		facts = append(facts, fmt.Sprintf("upstream %d", rec.UpstreamStatus))
 	}
 	facts = append(facts, fmt.Sprintf("%d bytes in, %d out, %d ms", rec.BytesIn, rec.BytesOut, rec.Duration.Milliseconds()))
+	if n := len(rec.Throttled); n > 0 {
+		var waited time.Duration
+		for _, th := range rec.Throttled {
+			waited += th.Waited
+		}
+		facts = append(facts, fmt.Sprintf("sent %d times: %d throttle(s) waited out, %v in all", n+1, n, waited))
+	}
 	if rec.Refresh != "" {
 		facts = append(facts, "token refresh "+rec.Refresh)
 	}

@@ -18,8 +18,12 @@ const (
 	RefuseAllowEgressNeedsLoopback      exit.Name = "allow-egress-needs-loopback"
 	RefuseUnconfinedNotApplicable       exit.Name = "unconfined-not-applicable"
 	RefuseOutputFinalNeedsEvents        exit.Name = "output-final-needs-events"
-	RefuseURLInvalid                    exit.Name = "url-invalid"
-	RefuseURLNotHTTPS                   exit.Name = "url-not-https"
+	RefuseOutputStatusNeedsRecords      exit.Name = "output-status-needs-records"
+	// RefuseThrottleBudget: a negative --throttle-budget, or one given
+	// where no loopback proxy carries the model traffic to wait within.
+	RefuseThrottleBudget exit.Name = "throttle-budget"
+	RefuseURLInvalid     exit.Name = "url-invalid"
+	RefuseURLNotHTTPS    exit.Name = "url-not-https"
 
 	// Before anything starts: the world does not allow the run.
 	RefuseCWDNotADirectory exit.Name = "cwd-not-a-directory"
@@ -32,6 +36,7 @@ const (
 	RefuseAttestationFile     exit.Name = "attestation-file"
 	RefuseRetainDir           exit.Name = "retain-dir"
 	RefuseEventsFile          exit.Name = "events-file"
+	RefuseRecordsDir          exit.Name = "records-dir"
 	// A fleet's per-session places (EnvSummaryFile, EnvArtifactsDir).
 	RefuseSummaryFile    exit.Name = "summary-file"
 	RefuseArtifactsDir   exit.Name = "artifacts-dir"

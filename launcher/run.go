@@ -52,6 +52,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	ctx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 	defer r.cleanup()
+	r.out.runID = newRunID(spec.Kind)
 	code, err := r.start(ctx)
 	r.endStream(context.Cause(ctx) != nil)
 	code, err = r.writeStatement(code, err)
@@ -88,6 +89,12 @@ type run struct {
 
 	tel      *telemetry.Run    // the run's trace, under --otlp-endpoint (run_telemetry.go)
 	telState *record.Telemetry // what its first flush delivered
+	// recordsMade: the run's own directory under --records-dir exists
+	// (sessionoutputs.go).
+	recordsMade bool
+	// halted names the embedder's command that ended the session, halt or
+	// interrupt; "" when none did (run_windup.go).
+	halted string
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:
@@ -96,6 +103,9 @@ type run struct {
 // wind-up (run_session.go, run_windup.go). A phase's error is a refusal,
 // exit 2, where the run stands.
 func (r *run) start(ctx context.Context) (exit.Code, error) {
+	if err := r.makeRunRecords(); err != nil {
+		return exit.Refused, err
+	}
 	if err := r.check(ctx); err != nil {
 		return exit.Refused, err
 	}

@@ -39,6 +39,9 @@ func (r *run) check(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.ThrottleBudget != nil && !proxied(s, r.kind) {
+		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v: no loopback proxy carries this run's model traffic (%s), so nothing would wait within it; drop the flag, or let the proxy carry the traffic (--credentials loopback or api-key, or none with --model-endpoint)", *s.ThrottleBudget, noProxyWhy(s, r.kind))
+	}
 	if s.Frame != "" {
 		if r.in.frame, err = frame.LoadForRun(s.Frame); err != nil {
 			return err

@@ -92,6 +92,11 @@ func (r *run) observe(ctx context.Context, w *World) error {
 	if err := r.checkVersion(ctx, w.Binary, childPath); err != nil {
 		return err
 	}
+	if r.spec.Cwd != "" {
+		if w.Git, err = findGitDirs(r.spec.Cwd); err != nil {
+			r.emit(nil, &record.Warning{Code: WarnGitDirNotBound, Message: "--cwd " + r.spec.Cwd + " is a git worktree whose git directory metaharness does not bind into the child's view, so git cannot work there: " + err.Error()})
+		}
+	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
 	if err != nil {
 		return exit.Wrap(RefuseMemoryWalk, err, "the memory-file walk from %s failed", r.tree.cwd)
@@ -214,6 +219,14 @@ func proxied(s *Spec, k Kind) bool {
 		s.Credentials == CredentialsNone && s.ModelEndpoint != ""
 }
 
+// noProxyWhy says why a run has no proxy (proxied is false).
+func noProxyWhy(s *Spec, k Kind) string {
+	if _, ok := k.(LoopbackClient); !ok {
+		return s.Kind + " dials its model API itself"
+	}
+	return "--credentials none without --model-endpoint"
+}
+
 func (r *run) startProxy(w *World) error {
 	s := r.spec
 	upstream, tokenEnv := r.d.Upstream, r.d.TokenEnv
@@ -233,6 +246,7 @@ func (r *run) startProxy(w *World) error {
 			src.Env = tokenEnv
 		}
 	}
+	stops := &loopback.Stopper{}
 	p, err := loopback.New(loopback.Config{
 		Upstream: upstream, Header: r.d.UpstreamHeader, Token: src, Credentials: mode, AllowEgress: s.AllowEgress, RunID: s.Kind,
 		// The wire view reads the model's answers (H13), and the key goes
@@ -242,13 +256,20 @@ func (r *run) startProxy(w *World) error {
 		// stopped run inside the four seconds an embedder is promised.
 		ShutdownGrace: time.Second,
 		// Each request goes into the stream as it ends, in the order they
-		// end. The first quota answer stops the run: the vendor would sit
-		// through minutes of retries, and a fleet wants the account back.
+		// end. An answer that will not change stops the run (the
+		// Stopper's rules): the vendor would sit through minutes of
+		// retries of a quota, a rejected key or an endpoint nobody
+		// serves, and a fleet wants to know at once. A brief throttle is
+		// waited out within the budget first, each wait in the stream.
 		OnRecord: func(rec loopback.Record) {
 			r.emit(nil, proxyRecordEvent(rec))
-			if rec.Quota != nil {
-				r.stop(&quotaStop{rec: rec})
+			if st := stops.Observe(rec); st != nil {
+				r.stop(&upstreamStop{UpstreamStop: *st, credentials: s.Credentials})
 			}
+		},
+		ThrottleBudget: s.Throttle(),
+		OnThrottle: func(method, path string, retry int, th loopback.Throttle) {
+			r.emit(nil, throttleEvent(method, path, retry, th, s.Throttle()))
 		},
 		Logger: r.io.Log.Named("loopback"),
 		LookupEnv: func(k string) (string, bool) {

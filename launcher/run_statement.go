@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/record"
 )
@@ -31,8 +32,8 @@ type statement struct {
 }
 
 // statementFiles are the files the statement is written to.
-func (s *Spec) statementFiles() []recordFile {
-	return s.recordFiles("--statement", s.Statement, ArtifactStatement)
+func (r *run) statementFiles() []recordFile {
+	return r.recordFiles("--statement", r.spec.Statement, ArtifactStatement)
 }
 
 // checkStatement refuses, before anything starts, a statement the run
@@ -42,7 +43,7 @@ func (s *Spec) statementFiles() []recordFile {
 // its end.
 func (r *run) checkStatement() error {
 	s := r.spec
-	files := s.statementFiles()
+	files := r.statementFiles()
 	if s.SignKey != "" && len(files) == 0 {
 		return exit.Refuse(provenance.RefuseSignKeyWithoutStatement, "--sign-key %s signs the run's statement, and no --statement FILE (nor $%s) asks for one; add --statement FILE", s.SignKey, EnvArtifactsDir)
 	}
@@ -101,7 +102,7 @@ func (r *run) statementSink() []record.Sink {
 // before the scratch tree goes. A statement that cannot be written makes
 // the run exit 2, named on stderr.
 func (r *run) writeStatement(code exit.Code, err error) (exit.Code, error) {
-	files := r.spec.statementFiles()
+	files := r.statementFiles()
 	if r.statement == nil || len(files) == 0 || r.out.events == nil || r.out.events.Lines() == 0 {
 		return code, err
 	}
@@ -141,7 +142,7 @@ func (r *run) subjects() []provenance.Subject {
 		}
 		out = append(out, sub)
 	}
-	for _, f := range s.eventFiles() {
+	for _, f := range r.eventFiles() {
 		file(provenance.RoleEvents, f.path)
 	}
 	if h := r.statement.stdout; h != nil {
@@ -188,9 +189,13 @@ func (r *run) predicate(code exit.Code, err error) provenance.Predicate {
 	}
 	if e := r.ended; e != nil {
 		p.Attestation = provenance.VerdictsOf(&e.doc)
-		if e.quota != nil && err == nil {
-			line := e.quota.line()
+		switch {
+		case err != nil:
+		case e.upstream != nil && e.upstream.Reason == loopback.StopQuota:
+			line := e.upstream.line()
 			p.Reason = &line
+		case e.line != "":
+			p.Reason = &e.line
 		}
 	}
 	return p

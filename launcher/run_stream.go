@@ -36,23 +36,23 @@ func (r *run) endStream(wasStopped bool) {
 		_ = r.out.events.Close(record.ReasonError, nil)
 		return
 	}
-	for _, f := range r.spec.eventFiles() {
+	for _, f := range r.eventFiles() {
 		_ = os.Remove(f.path)
 	}
 }
 
-// openEvents creates the event stream: stdout unless --output final, plus
-// --events FILE and the fleet's artifacts directory, plus the tap the floor
-// reads.
+// openEvents creates the event stream: stdout under --output events, plus
+// --events FILE and the fleet's artifacts directory or the run's records
+// directory, plus the tap the floor reads.
 func (r *run) openEvents() error {
 	r.out.tap = &attest.Tap{}
 	sinks := []record.Sink{{Name: "the attestation's copy", W: r.out.tap}}
-	if r.spec.Output != OutputFinal {
+	if r.spec.Output == OutputEvents || r.spec.Output == "" {
 		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
 	sinks = append(sinks, r.statementSink()...)
 	sinks = append(sinks, r.telemetrySink()...)
-	for _, ef := range r.spec.eventFiles() {
+	for _, ef := range r.eventFiles() {
 		f, err := os.OpenFile(ef.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return exit.Wrap(RefuseEventsFile, err, "%s %s cannot be created (it must not exist yet, so that no earlier record is overwritten)", ef.from, ef.path)
@@ -60,11 +60,16 @@ func (r *run) openEvents() error {
 		r.out.files = append(r.out.files, f)
 		sinks = append(sinks, record.Sink{Name: ef.from + " " + ef.path, W: f})
 	}
-	id := make([]byte, 6)
-	_, _ = rand.Read(id)
-	r.out.runID = r.spec.Kind + "-" + hex.EncodeToString(id)
 	r.out.events = record.NewStream(r.out.runID, r.sinkFailed, sinks...)
 	return nil
+}
+
+// newRunID is a run's id: its kind and 48 random bits, unique enough to
+// name the run's directory under --records-dir (made exclusively).
+func newRunID(kind string) string {
+	id := make([]byte, 6)
+	_, _ = rand.Read(id)
+	return kind + "-" + hex.EncodeToString(id)
 }
 
 // sinkStdout names stdout among the stream's sinks.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -43,6 +44,12 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 		_ = r.out.events.Emit(terminal)
 	}
 	reason := r.runner.CloseReason(terminal)
+	switch {
+	case eng.Halted():
+		r.halted = "halt"
+	case eng.Interrupted():
+		r.halted = "interrupt"
+	}
 	switch {
 	case eng.Halted():
 		reason = record.ReasonSteerHalt
@@ -94,14 +101,14 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 			failed = true
 		}
 	}
-	var quota *quotaStop
-	errors.As(context.Cause(ctx), &quota)
+	var upstream *upstreamStop
+	errors.As(context.Cause(ctx), &upstream)
 	var result *attest.AuditorResult
 	var auditErr error
 	if r.in.auditor != nil {
 		switch stopped := context.Cause(ctx); {
-		case quota != nil:
-			// The upstream served no session to audit; exit 4 says why.
+		case upstream != nil:
+			// The upstream served no session to audit; the exit code says why.
 		case stopped != nil:
 			// A stopped run has no time left for an auditor.
 			auditErr = exit.Refuse(attest.RefuseAuditorInterrupted, "the run was stopped (%v) before the auditor ran, so there is no audit verdict", stopped)
@@ -120,58 +127,128 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 	}
 	doc.StreamFailures = r.out.events.Failures()
 	doc.Telemetry = r.telState
-	if quota != nil {
-		doc.UpstreamQuota = &quota.rec
+	quota := upstream != nil && upstream.Reason == loopback.StopQuota
+	if quota {
+		doc.UpstreamQuota = &upstream.Record
 		doc.ExitCode = int(exit.Quota)
+	} else if upstream != nil {
+		doc.ExitCode = int(exit.Worst(exit.Code(doc.ExitCode), exit.Unknown))
 	}
 	if auditErr != nil || failed {
 		doc.ExitCode = int(exit.Refused)
 	}
-	r.ended = &ended{doc: doc, terminal: terminal, quota: quota}
+	r.ended = &ended{doc: doc, terminal: terminal, upstream: upstream}
 	var err error
-	if r.ended.written, err = s.writeAttestations(doc); err != nil {
+	if r.ended.written, err = r.writeAttestations(doc); err != nil {
 		return exit.Refused, err
 	}
 	if auditErr != nil {
 		return exit.Refused, auditErr
 	}
 	code, err := ev.Conclude(r.io.Stderr, s.AuditOwed(), result, process)
-	if quota != nil {
-		r.sayQuota(quota)
-		if err == nil && !failed {
-			code = exit.Quota
-		}
+	switch {
+	case err != nil || failed:
+	case quota:
+		code = exit.Quota
+	case upstream != nil:
+		code = exit.Worst(code, exit.Unknown)
+	}
+	if quota {
+		r.sayQuota(upstream)
 	}
 	if failed && err == nil {
 		return exit.Refused, nil // named on stderr when the sink failed
 	}
+	if code == exit.Unknown && err == nil {
+		r.ended.outcome, r.ended.line = r.unknownLine(ctx, ev, process, upstream)
+		fmt.Fprintln(r.io.Stderr, r.ended.line)
+	}
 	return code, err
 }
 
-// quotaStop is the cause of a run stopped by the upstream's first quota
-// answer (loopback.Quota).
-type quotaStop struct{ rec loopback.Record }
-
-func (q *quotaStop) Error() string {
-	return fmt.Sprintf("the model API answered %s %s with %s", q.rec.Method, q.rec.Path, loopback.QuotaPhrase(*q.rec.Quota))
+// upstreamStop is the cause of a run stopped at an upstream's answer
+// (loopback.Stopper): a quota, exit 4; a rejected key, a refusing or an
+// unreachable upstream, exit 3.
+type upstreamStop struct {
+	loopback.UpstreamStop
+	credentials Credentials
 }
 
-// line is the one line a fleet's usage-limit rule is meant to match.
-func (q *quotaStop) line() string {
-	return fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", q, exit.Quota)
+func (u *upstreamStop) Error() string { return u.What() }
+
+// line is the one line a fleet's usage-limit rule is meant to match, for
+// a quota stop.
+func (u *upstreamStop) line() string {
+	return fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", u, exit.Quota)
 }
 
-// sayQuota prints q's line: on stdout under --output final, where it is
-// then the only line, else on stderr, for stdout carries the event stream
-// (whose LOOPBACK_UPSTREAM_QUOTA warning says the same).
-func (r *run) sayQuota(q *quotaStop) {
-	line := q.line()
-	if r.spec.Output == OutputFinal {
+// sayQuota prints u's line: on stdout under --output final or status,
+// where it is then the only line, else on stderr, for stdout carries the
+// event stream (whose LOOPBACK_UPSTREAM_QUOTA warning says the same).
+func (r *run) sayQuota(u *upstreamStop) {
+	line := u.line()
+	if r.spec.Output == OutputFinal || r.spec.Output == OutputStatus {
 		if _, err := fmt.Fprintln(r.io.Stdout, line); err == nil {
 			return
 		}
 	}
 	fmt.Fprintln(r.io.Stderr, line)
+}
+
+// unknownLine is the outcome of a run that exits 3 and its one line on
+// stderr, saying what nobody found out and why: the upstream never served
+// the session, a signal or the embedder stopped it, or the record cannot
+// vouch for its end (no terminal record, a failed one, a gating row the
+// audit could not judge).
+func (r *run) unknownLine(ctx context.Context, ev *attest.Evaluation, process *record.Process, upstream *upstreamStop) (attest.Outcome, string) {
+	say := func(o attest.Outcome, format string, args ...any) (attest.Outcome, string) {
+		return o, "metaharness: " + o.LineName() + ": " + fmt.Sprintf(format, args...)
+	}
+	child := attest.ChildExit(process)
+	if upstream != nil {
+		o, why := attest.OutcomeUnreachable, "check --model-endpoint and the host's network; the same endpoint may answer later"
+		switch upstream.Reason {
+		case loopback.StopKeyRejected:
+			o, why = attest.OutcomeKeyRejected, keyWords(upstream.credentials)
+		case loopback.StopRefused:
+			o, why = attest.OutcomeUpstreamRefused, "it does not serve this request there: check --model-endpoint (the API root, of the API this kind speaks) and the account's access to the model; a retry is answered the same"
+		}
+		return say(o, "%v; the run was stopped at that answer, before the vendor sat through its own retries, so nobody found out what the session would have done (exit 3: %s)", upstream, why)
+	}
+	switch cause := context.Cause(ctx); {
+	case r.halted != "":
+		return say(attest.OutcomeHalted, "the embedder's %s ended the session before its end (child exit %s), so nobody found out how it would have ended; the embedder chose that (exit 3)", r.halted, child)
+	case cause != nil:
+		return say(attest.OutcomeStopped, "the run was stopped (%v) before the session ended (child exit %s): its whole process group was ended, the records closed, so nobody found out how it would have ended (exit 3)", cause, child)
+	}
+	switch ev.Terminal {
+	case attest.TerminalNone:
+		return say(attest.OutcomeUnknown, "the vendor ended (child exit %s) with no terminal record, so nobody found out how the session ended; the event stream holds what it recorded (exit 3)", child)
+	case attest.TerminalError:
+		detail := ev.TerminalDetail
+		if detail == "" {
+			detail = "is_error true"
+		}
+		return say(attest.OutcomeUnknown, "the vendor's terminal record says the session failed (%s; child exit %s), so nobody can vouch for its work (exit 3)", detail, child)
+	}
+	for _, row := range ev.Rows {
+		if row.Severity == attest.Gating && row.Verdict == attest.Unk {
+			id := row.ID.String()
+			return say(attest.OutcomeUnknown, "the audit could not judge gating row %s (%s: %s), so nobody found out whether it held (exit 3)", strings.ToUpper(id[:1])+id[1:], row.Label, row.Detail)
+		}
+	}
+	return say(attest.OutcomeUnknown, "the auditor gave no verdict (exit 3), so nobody found out whether the session met its spec")
+}
+
+// keyWords say, by --credentials, whose key the upstream rejected.
+func keyWords(c Credentials) string {
+	switch c {
+	case CredentialsAPIKey:
+		return "the key the child sent is not accepted; fix it, a retry with it is refused again"
+	case CredentialsNone:
+		return "the upstream wants a key and --credentials none sends none; give one (--credentials loopback), a retry without is refused again"
+	}
+	return "the token the proxy attached is not accepted, and re-reading it changed nothing; fix the key, a retry with it is refused again"
 }
 
 func copyFile(from, to string) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -32,31 +33,83 @@ const (
 	ArtifactAttestation = "metaharness-attestation.json"
 )
 
+// ArtifactSummary is the run summary's name in a run's own records
+// directory (--records-dir); a fleet that names $HARNESS_OUTPUT_FILE names
+// the file itself.
+const ArtifactSummary = "metaharness-summary.json"
+
 // recordFile is one file the run writes a record to: the flag or variable
 // that named it (for messages) and its path.
 type recordFile struct{ from, path string }
 
+// runRecords is the run's own directory under --records-dir, "" when the
+// run has none: no --records-dir, or the fleet names a place for every
+// record itself (its variables win over the flag).
+func (r *run) runRecords() string {
+	s := r.spec
+	if s.RecordsDir == "" || s.ArtifactsDir != "" && s.SummaryFile != "" {
+		return ""
+	}
+	return filepath.Join(s.RecordsDir, r.out.runID)
+}
+
 // eventFiles are the files the event stream is written to.
-func (s *Spec) eventFiles() []recordFile {
-	return s.recordFiles("--events", s.Events, ArtifactEvents)
+func (r *run) eventFiles() []recordFile {
+	return r.recordFiles("--events", r.spec.Events, ArtifactEvents)
 }
 
 // attestationFiles are the files the attestation is written to.
-func (s *Spec) attestationFiles() []recordFile {
-	return s.recordFiles("--attestation", s.AttestationFile, ArtifactAttestation)
+func (r *run) attestationFiles() []recordFile {
+	return r.recordFiles("--attestation", r.spec.AttestationFile, ArtifactAttestation)
 }
 
 // recordFiles are the files one record is written to: the one flag names
-// (path, when given) and its artifact in the fleet's directory.
-func (s *Spec) recordFiles(flag, path, artifact string) []recordFile {
+// (path, when given) and its artifact in the fleet's directory or, where
+// the fleet names none, in the run's own records directory.
+func (r *run) recordFiles(flag, path, artifact string) []recordFile {
+	s := r.spec
 	var out []recordFile
 	if path != "" {
 		out = append(out, recordFile{flag, path})
 	}
-	if s.ArtifactsDir != "" {
+	switch dir := r.runRecords(); {
+	case s.ArtifactsDir != "":
 		out = append(out, recordFile{"$" + EnvArtifactsDir, filepath.Join(s.ArtifactsDir, artifact)})
+	case dir != "":
+		out = append(out, recordFile{"--records-dir", filepath.Join(dir, artifact)})
 	}
 	return out
+}
+
+// summaryFile is where the run summary goes: the fleet's file, else the
+// run's records directory; "" when neither names a place.
+func (r *run) summaryFile() recordFile {
+	if f := r.spec.SummaryFile; f != "" {
+		return recordFile{"$" + EnvSummaryFile, f}
+	}
+	if dir := r.runRecords(); dir != "" {
+		return recordFile{"--records-dir", filepath.Join(dir, ArtifactSummary)}
+	}
+	return recordFile{}
+}
+
+// makeRunRecords creates the run's own records directory, before anything
+// else is checked, so that even a refused run leaves its summary there: one
+// new directory per run, created exclusively (mode 0700), so that no run
+// writes into another's.
+func (r *run) makeRunRecords() error {
+	dir := r.runRecords()
+	if dir == "" {
+		return nil
+	}
+	if fi, err := os.Stat(r.spec.RecordsDir); err != nil || !fi.IsDir() {
+		return exit.Refuse(RefuseRecordsDir, "--records-dir %s is not an existing directory; create it first (each run makes a directory of its own inside it)", r.spec.RecordsDir)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return exit.Wrap(RefuseRecordsDir, err, "--records-dir %s: the run's own directory %s cannot be created (it must not exist yet)", r.spec.RecordsDir, dir)
+	}
+	r.recordsMade = true
+	return nil
 }
 
 // checkNewFile refuses under name a place the run would write a record to
@@ -94,7 +147,7 @@ func checkSessionOutputs(s *Spec) error {
 
 // writeAttestations writes doc to each attestation file and returns them
 // with their digests.
-func (s *Spec) writeAttestations(doc attest.Document) ([]attest.RecordFile, error) {
+func (r *run) writeAttestations(doc attest.Document) ([]attest.RecordFile, error) {
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, err
@@ -102,7 +155,7 @@ func (s *Spec) writeAttestations(doc attest.Document) ([]attest.RecordFile, erro
 	b = append(b, '\n')
 	sum := sha256.Sum256(b)
 	var out []attest.RecordFile
-	for _, f := range s.attestationFiles() {
+	for _, f := range r.attestationFiles() {
 		if err := newfile.Write(f.path, b, 0o600); err != nil {
 			return out, exit.Wrap(RefuseAttestationFile, err, "%s %s cannot be created (it must not exist yet)", f.from, f.path)
 		}
@@ -115,20 +168,59 @@ func (s *Spec) writeAttestations(doc attest.Document) ([]attest.RecordFile, erro
 type ended struct {
 	doc      attest.Document
 	terminal *record.SessionEnded
-	quota    *quotaStop
+	upstream *upstreamStop // the upstream's answer the run stopped at, if any
 	written  []attest.RecordFile
+	// outcome and line are an exit 3's own (unknownLine); zero otherwise.
+	outcome attest.Outcome
+	line    string
 }
 
-// summarize writes the run summary when the fleet asked for one, and
-// returns the run's exit code and error: a summary that cannot be written
-// makes the run exit 2, since the fleet would file nothing for it.
+// outcome is how the run ended, for its summary and its status line.
+func (r *run) outcome(code exit.Code) attest.Outcome {
+	if e := r.ended; e != nil && code == exit.Unknown && e.outcome.Name != "" {
+		return e.outcome
+	}
+	return attest.OutcomeOf(code)
+}
+
+// summarize writes the run summary where the fleet or --records-dir asks
+// for one and prints --output status's line, and returns the run's exit
+// code and error: a summary that cannot be written makes the run exit 2,
+// since the fleet would file nothing for it.
 func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 	s := r.spec
+	dest := r.summaryFile()
 	var refusal *exit.Refusal
-	if s.SummaryFile == "" || errors.As(err, &refusal) && refusal.Name == RefuseSummaryFile {
-		return code, err
+	if errors.As(err, &refusal) && (refusal.Name == RefuseSummaryFile || refusal.Name == RefuseRecordsDir && !r.recordsMade) {
+		dest = recordFile{}
 	}
-	sum := attest.NewSummary(s.Kind, code)
+	if dest.path != "" {
+		if werr := r.writeSummary(dest, code, err); werr != nil {
+			if err != nil {
+				fmt.Fprintln(r.io.Stderr, exit.Line(werr))
+			} else {
+				err = werr
+			}
+			code = exit.Refused
+		}
+	}
+	if s.Output == OutputStatus && !(code == exit.Quota && r.ended != nil) {
+		o := r.outcome(code)
+		where := "no record was kept"
+		switch {
+		case dest.path != "":
+			where = "the run summary, with the answer, is " + absPath(dest.path)
+		case s.Events != "":
+			where = "the event stream, with the answer, is " + absPath(s.Events)
+		}
+		fmt.Fprintf(r.io.Stdout, "metaharness: done: run %s exited %d (%s); %s\n", r.out.runID, code, o.Name, where)
+	}
+	return code, err
+}
+
+// writeSummary writes the run summary to dest.
+func (r *run) writeSummary(dest recordFile, code exit.Code, err error) error {
+	sum := attest.NewSummary(r.spec.Kind, r.outcome(code))
 	sum.Run = r.out.runID
 	sum.TraceID = r.traceID()
 	if err != nil {
@@ -145,32 +237,30 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 			}
 			sum.Usage, sum.TotalCostUSD, sum.NumTurns = t.Usage, t.TotalCostUSD, t.NumTurns
 		}
-		if e.quota != nil {
-			sum.UpstreamQuota = e.quota.rec.Quota
-			line := e.quota.line()
+		switch {
+		case e.upstream != nil && e.upstream.Reason == loopback.StopQuota:
+			sum.UpstreamQuota = e.upstream.Record.Quota
+			line := e.upstream.line()
 			sum.Reason = &line
+		case e.line != "" && err == nil:
+			sum.Reason = &e.line
 		}
 		sum.Records = append(sum.Records, e.written...)
 	}
 	sum.Records = append(sum.Records, r.statementWritten...)
 	if r.out.events != nil && r.out.events.Lines() > 0 {
-		for _, f := range s.eventFiles() {
+		for _, f := range r.eventFiles() {
 			sum.Records = append(sum.Records, attest.RecordFile{What: "events", Path: absPath(f.path)})
 		}
 	}
 	b, jerr := json.Marshal(sum)
 	if jerr == nil {
-		jerr = newfile.Write(s.SummaryFile, append(b, '\n'), 0o600)
+		jerr = newfile.Write(dest.path, append(b, '\n'), 0o600)
 	}
-	if jerr == nil {
-		return code, err
+	if jerr != nil {
+		return exit.Wrap(RefuseSummaryFile, jerr, "%s %s cannot be created (it must not exist yet); the fleet gets no summary of this run", dest.from, dest.path)
 	}
-	failure := exit.Wrap(RefuseSummaryFile, jerr, "$%s %s cannot be created (it must not exist yet); the fleet gets no summary of this run", EnvSummaryFile, s.SummaryFile)
-	if err != nil {
-		fmt.Fprintln(r.io.Stderr, exit.Line(failure))
-		return exit.Refused, err
-	}
-	return exit.Refused, failure
+	return nil
 }
 
 // absPath is p made absolute, for a reader that does not share the run's

@@ -1,6 +1,8 @@
 package launcher
 
 import (
+	"time"
+
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/frame"
@@ -43,7 +45,18 @@ type Output string
 const (
 	OutputEvents Output = "events"
 	OutputFinal  Output = "final"
+	// OutputStatus: one fixed line at the end, naming the outcome and where
+	// the records are, never the answer (which the records hold), so that
+	// a fleet that reads stdout for words sees none of the model's.
+	OutputStatus Output = "status"
 )
+
+// DefaultThrottleBudget is --throttle-budget when it is not given: how long
+// one model request may wait out the upstream's throttles before the run
+// stops on a 429 (exit 4). A minute covers the per-minute windows the
+// model APIs throttle in, and is a small part of a fleet session's time,
+// where a usage limit would cool the account down for hours.
+const DefaultThrottleBudget = time.Minute
 
 // Spec is one run as the caller declared it: every `run` flag, kind-neutral.
 // The CLI fills it 1:1 from its flags; nothing here is read from the world.
@@ -74,6 +87,9 @@ type Spec struct {
 	MaxTurns      int      `json:"max_turns,omitempty"`
 	MaxBudgetUSD  string   `json:"max_budget_usd,omitempty"`
 	AllowEgress   []string `json:"allow_egress,omitempty"`
+	// ThrottleBudget is --throttle-budget (loopback.Config.ThrottleBudget);
+	// nil when it was not given (DefaultThrottleBudget).
+	ThrottleBudget *time.Duration `json:"throttle_budget,omitempty"`
 
 	// Unconfined is --unconfined: the caller chose to run the child
 	// without namespaces, which the attestation names as gaps.
@@ -108,6 +124,10 @@ type Spec struct {
 	// OTLPEndpoint is --otlp-endpoint: the collector the run's trace goes
 	// to (else $OTEL_EXPORTER_OTLP_ENDPOINT; none when neither is set).
 	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
+	// RecordsDir is --records-dir: an existing directory in which each run
+	// makes one new directory of its own, named by its run id, for the
+	// records no fleet variable names a place for (RunRecords).
+	RecordsDir string `json:"records_dir,omitempty"`
 	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
 	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
 	// the event stream and attestation. Empty when the fleet names none.
@@ -132,6 +152,14 @@ type KindFlags interface {
 	// RefuseOn is the refusal of the first flag given on kind, which it
 	// does not reach (nil when none was given).
 	RefuseOn(kind string) error
+}
+
+// Throttle is the throttle budget the run's proxy waits within.
+func (s *Spec) Throttle() time.Duration {
+	if s.ThrottleBudget == nil {
+		return DefaultThrottleBudget
+	}
+	return *s.ThrottleBudget
 }
 
 // AuditOwed reports whether the run owes an audit report: --audit, or

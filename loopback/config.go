@@ -144,6 +144,15 @@ type Config struct {
 	// so it must not block: how a run puts the proxy's traffic into its
 	// event stream as it happens.
 	OnRecord func(Record)
+	// ThrottleBudget is how long one request may wait out the upstream's
+	// throttles (ThrottleWait): a 429 that is not a hard quota is waited
+	// out and the request sent again, at most MaxThrottleRetries times,
+	// while the waits fit in the budget. 0 (the default) waits none: the
+	// first 429 is relayed.
+	ThrottleBudget time.Duration
+	// OnThrottle, when set, is told of each throttle as the proxy begins
+	// to wait it out (retry counts from 1), on the request's goroutine.
+	OnThrottle func(method, path string, retry int, th Throttle)
 }
 
 // egressRule is one allowlisted host, with its port when one was named.

@@ -122,6 +122,7 @@ func (rc *recorder) finish(r *Record) {
 	if r.Quota != nil {
 		c.UpstreamQuota++
 	}
+	c.ThrottleRetries += uint64(len(r.Throttled))
 	switch r.UpstreamStatus / 100 {
 	case 4:
 		c.UpstreamStatus4++

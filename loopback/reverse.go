@@ -108,6 +108,9 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	if err == nil && resp.StatusCode == http.StatusUnauthorized && p.tokens != nil {
 		resp, err = p.retryAfter401(r, rec, resp, used, held, rest != nil)
 	}
+	if err == nil {
+		resp, err = p.waitOutThrottles(r, rec, resp, held, rest != nil)
+	}
 	rec.BytesIn = sent.Load()
 	if err != nil {
 		detail := errDetail(err)

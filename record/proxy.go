@@ -42,6 +42,26 @@ type ProxyRecord struct {
 	// Quota is set when the upstream's answer said the account will not be
 	// served now (a 429, a rate_limit_error, an insufficient_quota).
 	Quota *Quota `json:"quota,omitempty"`
+	// Throttled are the upstream's throttles the proxy waited out before it
+	// sent the request again, one per retry, in order; the answer recorded
+	// is the last one's.
+	Throttled []Throttle `json:"throttled,omitempty"`
+}
+
+// Throttle is one 429 the loopback proxy waited out and retried: a brief
+// rate limit within the run's throttle budget, not yet a usage limit.
+type Throttle struct {
+	// Status is the HTTP status (429).
+	Status int `json:"status"`
+	// Type is the vendor's error type or code when it is one of the quota
+	// types (rate_limit_error, rate_limit_exceeded); empty when none.
+	Type string `json:"type,omitempty"`
+	// RetryAfter is the wait the upstream asked for, as it gave it
+	// (Retry-After or retry-after-ms), when it gave one in a shape HTTP
+	// allows; empty when the proxy chose the wait itself.
+	RetryAfter string `json:"retry_after,omitempty"`
+	// Waited is how long the proxy waited before the retry.
+	Waited time.Duration `json:"waited_ns"`
 }
 
 // ProxyCounters sum the proxy's records, all of them (the record list itself is bounded).
@@ -63,6 +83,9 @@ type ProxyCounters struct {
 	UpstreamStatus5 uint64 `json:"upstream_5xx"`
 	// UpstreamQuota counts the answers that were quota errors (Record.Quota).
 	UpstreamQuota uint64 `json:"upstream_quota"`
+	// ThrottleRetries counts the requests sent again after a throttle
+	// (Record.Throttled).
+	ThrottleRetries uint64 `json:"throttle_retries"`
 }
 
 // Quota is an upstream's answer that the account will not be served now:

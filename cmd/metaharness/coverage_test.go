@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -94,9 +95,12 @@ func sample(f *kong.Flag) string {
 			return "--" + f.Name + "=" + v
 		}
 	}
-	kind := f.Target.Kind()
+	kind, typ := f.Target.Kind(), f.Target.Type()
 	if kind == reflect.Pointer {
-		kind = f.Target.Type().Elem().Kind()
+		kind, typ = typ.Elem().Kind(), typ.Elem()
+	}
+	if typ == reflect.TypeOf(time.Duration(0)) {
+		return "--" + f.Name + "=3s"
 	}
 	switch kind {
 	case reflect.Int, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:

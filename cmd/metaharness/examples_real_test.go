@@ -26,8 +26,9 @@ var examplesDir = filepath.Join("..", "..", "examples")
 // examplesRunBy names, for each file under examples/, the test that runs
 // it, so that make test runs every example and none rots unseen.
 var examplesRunBy = map[string]string{
-	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude",
-	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex",
+	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude, TestHostDaemonThrottle, TestHostDaemonPhraseInAnswer, TestHostDaemonCommit/claude, TestHostDaemonSessionOutputs",
+	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex, TestHostDaemonCommit/codex",
+	"auto-harness/worktree.frame.json":    "TestHostDaemonCommand, TestHostDaemonCommit (the frame both Commands name)",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
 	"first-run/hello.json":                "TestReadmeKeylessFirstRun",
 	"ask/allow-reads.sh":                  "TestDocsAskExample",

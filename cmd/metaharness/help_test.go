@@ -263,7 +263,7 @@ func checkRefused(t *testing.T, kind, name, value string) {
 		"--hooks": file, "--prices": file, "--driver": file, "--subscription-token-file": file,
 		"--substrate": file, "--cgroup-root": dir, "--process-write-subtree": dir,
 		"--max-turns": "3", "--max-budget-usd": "1", "--token-fd": "9", "--write-scope": "src/**=allowed",
-		"--scope-announce": "silent", "--model-wire": "openai-responses",
+		"--scope-announce": "silent", "--model-wire": "openai-responses", "--throttle-budget": "5s",
 	}
 	args := []string{"run", kind, "--credentials", "none", "-p", "hi"}
 	if kind == "b10x" {

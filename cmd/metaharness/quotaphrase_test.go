@@ -6,14 +6,20 @@ import (
 	"go/token"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
-// quotaPhrase is what Auto Harness's host daemon looks for in a session's
-// output to mark its account usage-limited (services/host-daemon/src/
-// usage-limit.ts), the issue's five phrases among them. metaharness may
-// print it only when the upstream really answered a quota error.
-var quotaPhrase = regexp.MustCompile(`(?i)usage[_ -]?limit|rate[_ -]?limit|quota[_ -]?exceeded|insufficient_quota|you exceeded your current quota|rate limit reached|rate_limit_error|monthly limit|too many requests`)
+// usageLimitPhrases are the nine patterns Auto Harness's host daemon
+// matches a session's merged output against, in its order, to file the
+// session usage_limit whatever its exit code (services/host-daemon/src/
+// usage-limit.ts at commit 178686c); quotaPhrase is any of them.
+// metaharness may print one only when the upstream really answered a
+// quota error.
+var usageLimitPhrases = []string{`usage[_\s-]?limit`, `rate[_\s-]?limit`, `quota[_\s-]?exceeded`, `insufficient_quota`,
+	`you exceeded your current quota`, `rate limit reached`, `rate_limit_error`, `monthly limit`, `too many requests`}
+
+var quotaPhrase = regexp.MustCompile(`(?i)` + strings.Join(usageLimitPhrases, "|"))
 
 // noQuotaPhrase fails when text, what metaharness printed as what, would
 // fire a fleet's usage-limit rule.
@@ -29,8 +35,12 @@ func noQuotaPhrase(t *testing.T, what, text string) {
 // output.
 var phraseAllowed = map[string][]string{
 	// The vendors' error types a quota answer is told by; printed only in
-	// the line for an answer that had one.
-	"loopback/quota.go": {`"rate_limit_error"`, `"insufficient_quota"`, `"rate_limit_exceeded"`, `"usage_limit_reached"`},
+	// the line for an answer that had one. The second pair are the hard
+	// quotas, which no throttle budget waits out.
+	"loopback/quota.go": {`"rate_limit_error"`, `"insufficient_quota"`, `"rate_limit_exceeded"`, `"usage_limit_reached"`, `"insufficient_quota"`, `"usage_limit_reached"`},
+	// README's words for exit 4, held to the README's exit table and
+	// never printed.
+	"exit/exit.go": {"\"`run` only: the model API would not serve the account: a 429 that `--throttle-budget` does not cover (a longer wait asked, or the budget spent), `insufficient_quota`, a quota error inside a stream; one `metaharness: usage-limit: …` line says which. Not a verdict of the controls: the same task may succeed after a cooldown or on another account\""},
 	// The one line for a real quota answer.
 	"launcher/run_windup.go": {`"metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
 	// The event the vendor's own rate-limit notices become: stream

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
@@ -51,18 +52,20 @@ type runCmd struct {
 	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
 	Context    []string `sep:"none" help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
 
-	StrictVersion bool            `help:"Refuse before the spawn when the vendor binary is off the pin."`
-	RetainDir     string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
-	Auditor       *string         `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
-	Spec          *string         `help:"The document the auditor checks the transcript against."`
-	Output        launcher.Output `enum:"events,final" default:"events" help:"What stdout carries: events (the default: the event stream) or final (only the final answer; the stream then needs --events FILE)."`
-	Events        string          `help:"Also write the event stream to this file." type:"path"`
-	Attestation   string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
-	Statement     string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
-	OTLPEndpoint  string          `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
-	SignKey       string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
-	PluginDir     []string        `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
-	AddDir        []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
+	StrictVersion  bool            `help:"Refuse before the spawn when the vendor binary is off the pin."`
+	RetainDir      string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
+	Auditor        *string         `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
+	Spec           *string         `help:"The document the auditor checks the transcript against."`
+	Output         launcher.Output `enum:"events,final,status" default:"events" help:"stdout carries the event stream (events, the default), only the final answer (final), or one line naming the outcome and where the records are (status: no word of the model's on stdout); final and status need --records-dir or --events."`
+	Events         string          `help:"Also write the event stream to this file." type:"path"`
+	Attestation    string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	RecordsDir     string          `name:"records-dir" placeholder:"DIR" help:"An existing directory where each run makes one new directory of its own, named by its run id, holding its event stream, attestation, in-toto statement and run summary: one fixed argv for every session of a fleet. $HARNESS_ARTIFACTS_DIR and $HARNESS_OUTPUT_FILE, where a host daemon sets them, win." type:"path"`
+	ThrottleBudget *time.Duration  `name:"throttle-budget" placeholder:"DURATION" help:"How long one model request may wait out the upstream's 429 throttles (its Retry-After, else a doubling backoff from 1s; at most 8 retries) before the run stops on the 429 with exit 4; a longer wait asked, an account out of credit and an error inside a stream stop at once. 0 waits none. Default 1m0s; needs the loopback proxy."`
+	Statement      string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
+	OTLPEndpoint   string          `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
+	SignKey        string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
+	PluginDir      []string        `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
+	AddDir         []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
 	Kinds kinds.Flags `embed:""`
 
@@ -111,8 +114,9 @@ func (c *runCmd) spec() (*launcher.Spec, error) {
 		Cwd: c.Cwd, ScratchCwd: c.ScratchCwd, Context: c.Context,
 		StrictVersion: c.StrictVersion, RetainDir: c.RetainDir,
 		Auditor: c.Auditor, AuditSpec: c.Spec, AuditorArgs: auditorArgs,
-		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation,
-		Statement: c.Statement, SignKey: c.SignKey, OTLPEndpoint: c.OTLPEndpoint,
+		Output: c.Output, Events: c.Events, AttestationFile: c.Attestation, RecordsDir: c.RecordsDir,
+		ThrottleBudget: c.ThrottleBudget,
+		Statement:      c.Statement, SignKey: c.SignKey, OTLPEndpoint: c.OTLPEndpoint,
 		PluginDirs: c.PluginDir, AddDirs: c.AddDir,
 		KindFlags: c.Kinds.Given(),
 	}, nil

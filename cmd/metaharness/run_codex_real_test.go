@@ -387,15 +387,17 @@ func TestRunCodexToolsOffered(t *testing.T) {
 }
 
 // TestRunCodexUpstreamErrors: (g) an upstream that answers 401 or 500 to
-// every request gets a bounded number of them (no retry storm), the stream
-// carries a clear error event and a failed terminal record naming the
-// status, and the run exits 3, never 0. (A 429 is a quota answer, which
-// stops the run at once: TestHostDaemonQuota.)
+// every request gets a bounded number of them (no retry storm) and the run
+// exits 3, never 0. A 500 is codex's to handle: the stream carries a clear
+// error event and a failed terminal record naming the status. A 401 is a
+// key the upstream rejects, which no retry fixes: the proxy stops the run
+// at that first answer, with the key-rejected line on stderr. (A 429 is a
+// quota answer, which stops the run at once: TestHostDaemonQuota.)
 func TestRunCodexUpstreamErrors(t *testing.T) {
 	for _, tc := range []struct {
 		status  int
 		maxReqs int
-	}{{401, 2}, {500, 2}} {
+	}{{401, 1}, {500, 2}} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			o := newCodexOperator(t, randomToken("sk-test-REAL-"))
 			up := scripted.NewOpenAIServer(scripted.Script{FinalError: &scripted.ErrorTurn{Status: tc.status, Message: fmt.Sprintf("scripted: status %d", tc.status)}})
@@ -408,6 +410,13 @@ func TestRunCodexUpstreamErrors(t *testing.T) {
 			}
 			if res.code != 3 {
 				t.Errorf("exit %d, want 3", res.code)
+			}
+			lastIsStreamClosed(t, res)
+			if tc.status == 401 {
+				if !strings.Contains(string(res.stderr), "metaharness: key-rejected: the model API answered POST /v1/responses with 401 Unauthorized;") {
+					t.Errorf("no key-rejected line on stderr:\n%s", res.stderr)
+				}
+				return
 			}
 			var errEvent bool
 			for _, ev := range res.find("warning") {
@@ -425,7 +434,9 @@ func TestRunCodexUpstreamErrors(t *testing.T) {
 			if e.IsError == nil || !*e.IsError || e.TerminalReason == nil {
 				t.Errorf("terminal record %+v, want a failure with its reason", e)
 			}
-			lastIsStreamClosed(t, res)
+			if !strings.Contains(string(res.stderr), "metaharness: unknown: the vendor's terminal record says the session failed") {
+				t.Errorf("no line on stderr saying why nobody found out:\n%s", res.stderr)
+			}
 		})
 	}
 }

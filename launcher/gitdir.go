@@ -1,0 +1,197 @@
+package launcher
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/metaharness/metaharness/attest"
+	"github.com/metaharness/metaharness/confine"
+)
+
+// WarnGitDirNotBound: the --cwd is a git worktree whose .git file points
+// at a git directory outside it that metaharness does not bind into the
+// child's view; git cannot work there, and the warning says why.
+const WarnGitDirNotBound = "GIT_DIR_NOT_BOUND"
+
+// GitDirs are the git directories outside a --cwd worktree that git needs
+// to work there, as the child's view binds them. A linked worktree (git
+// worktree add, as a fleet's host makes them) has a .git file naming its
+// own directory, <common>/worktrees/<name>, and shares the repository's
+// common directory: git writes the worktree's index and HEAD in the
+// first, and objects, refs and their logs in the second when it commits.
+type GitDirs struct {
+	// GitDir is the worktree's own git directory, bound writable.
+	GitDir string `json:"git_dir"`
+	// Common is the repository's common directory, bound read-only (its
+	// config and hooks above all: what the operator's own git runs and
+	// obeys), with Writable bound writable inside it.
+	Common string `json:"common"`
+	// Writable are the directories of Common git writes to commit.
+	Writable []string `json:"writable"`
+}
+
+// gitWrites are the directories of a common directory git writes when it
+// commits in a linked worktree: new objects, the branch's ref and its log.
+var gitWrites = []string{"objects", "refs", "logs"}
+
+// findGitDirs reads the git directories of the worktree at cwd. It returns
+// nil and no error when cwd's .git is not a file (no git, or a .git
+// directory inside cwd, which the cwd's grant covers) or names a directory
+// inside cwd, and an error
+// naming why when the file leads to nothing metaharness will bind: the
+// child writes cwd, so the file, and the back-links it names, are only
+// trusted when they agree with each other the way git leaves them.
+func findGitDirs(cwd string) (*GitDirs, error) {
+	dotgit := filepath.Join(cwd, ".git")
+	fi, err := os.Lstat(dotgit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, nil
+	}
+	target, err := gitLink(dotgit, "gitdir: ")
+	if err != nil {
+		return nil, err
+	}
+	gitDir, err := realDir(target, filepath.Dir(dotgit))
+	if err != nil {
+		return nil, fmt.Errorf("%s names %s, which is no directory here (%v)", dotgit, target, err)
+	}
+	if within(gitDir, cwd) {
+		return nil, nil
+	}
+	if err := looksLikeGitDir(gitDir, "HEAD"); err != nil {
+		return nil, fmt.Errorf("%s names %s: %v", dotgit, gitDir, err)
+	}
+	common, err := gitLink(filepath.Join(gitDir, "commondir"), "")
+	if os.IsNotExist(err) {
+		// A whole repository (a submodule's, git init --separate-git-dir)
+		// names no worktree back, so nothing tells it from one the child
+		// pointed the file at.
+		return nil, fmt.Errorf("%s names %s, a whole repository with no link back to this worktree, so metaharness cannot tell it from one the child pointed the file at; run the session in a linked worktree (git worktree add) or a clone", dotgit, gitDir)
+	}
+	commonDir, err := realDir(common, gitDir)
+	if err != nil {
+		return nil, fmt.Errorf("%s/commondir names %s, which is no directory here (%v)", gitDir, common, err)
+	}
+	// git's own back-link: the worktree's directory is one of the common
+	// directory's worktrees, and it names this .git file.
+	if filepath.Dir(gitDir) != filepath.Join(commonDir, "worktrees") {
+		return nil, fmt.Errorf("%s is not one of the worktrees of its common directory %s", gitDir, commonDir)
+	}
+	back, err := gitLink(filepath.Join(gitDir, "gitdir"), "")
+	if err != nil {
+		return nil, err
+	}
+	if !filepath.IsAbs(back) {
+		back = filepath.Join(gitDir, back) // git worktree add --relative-paths
+	}
+	if real, err := filepath.EvalSymlinks(back); err != nil || real != mustReal(dotgit) {
+		return nil, fmt.Errorf("%s/gitdir names %s, not this worktree's %s", gitDir, back, dotgit)
+	}
+	if err := looksLikeGitDir(commonDir, "HEAD", "objects", "refs"); err != nil {
+		return nil, fmt.Errorf("the common directory %s: %v", commonDir, err)
+	}
+	g := &GitDirs{GitDir: gitDir, Common: commonDir, Writable: []string{}}
+	for _, d := range gitWrites {
+		// A directory of its own, never a link that could lead the grant
+		// elsewhere.
+		if fi, err := os.Lstat(filepath.Join(commonDir, d)); err == nil && fi.IsDir() {
+			g.Writable = append(g.Writable, filepath.Join(commonDir, d))
+		}
+	}
+	return g, nil
+}
+
+// gitLink reads a one-line file of git's (a .git file, commondir, gitdir)
+// and returns what follows prefix on its first line.
+func gitLink(path, prefix string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if len(b) > 4096 {
+		return "", fmt.Errorf("%s is longer than a git link file", path)
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	rest, ok := strings.CutPrefix(strings.TrimRight(string(line), "\r"), prefix)
+	if !ok || rest == "" {
+		return "", fmt.Errorf("%s does not start %q", path, prefix+"PATH")
+	}
+	return rest, nil
+}
+
+// realDir is p, relative to base when not absolute, with its links
+// resolved; an error when it is no directory.
+func realDir(p, base string) (string, error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", real)
+	}
+	return real, nil
+}
+
+func mustReal(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		return real
+	}
+	return p
+}
+
+// looksLikeGitDir refuses a directory that lacks what git keeps in one.
+func looksLikeGitDir(dir string, names ...string) error {
+	for _, n := range names {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return fmt.Errorf("it holds no %s, as a git directory does", n)
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or lies below it, both resolved.
+func within(p, dir string) bool {
+	d := mustReal(dir)
+	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
+}
+
+// bindGit puts g into c: the worktree's git directory and what git writes
+// to commit writable, the rest of the common directory read-only.
+func bindGit(c *confine.Spec, g *GitDirs) {
+	if g == nil {
+		return
+	}
+	c.ReadOnly = append(c.ReadOnly, g.Common)
+	c.Writable = append(c.Writable, g.Writable...)
+	c.Writable = append(c.Writable, g.GitDir)
+}
+
+// gitWords say, for H7, what of git's directories the child may write.
+func gitWords(g *GitDirs) string {
+	return fmt.Sprintf("; git: the worktree's .git names %s, one of the worktrees of the repository %s, so the child's view binds it writable, and of the repository %s writable (git writes a commit's objects, refs and their logs there, so the child can move any branch of the repository) and the rest, its config and hooks among it, read-only",
+		g.GitDir, g.Common, orNone(g.Writable))
+}
+
+func orNone(l []string) string {
+	if len(l) == 0 {
+		return "nothing"
+	}
+	return strings.Join(l, ", ")
+}
+
+// claimGit adds g to the H7 row of claim; nothing when there is none.
+func claimGit(claim *attest.Claim, g *GitDirs) {
+	if g != nil {
+		claim.Add(attest.H7, gitWords(g))
+	}
+}
