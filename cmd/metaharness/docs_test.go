@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -125,6 +126,10 @@ func resolvePath(root, path string) string {
 	}
 	if _, err := os.Stat(path); err != nil {
 		return "names nothing in the repository"
+	}
+	// A built binary or a cache in the working copy is not in a clone.
+	if err := exec.Command("git", "-C", root, "check-ignore", "-q", rel).Run(); err == nil {
+		return "names a file git ignores, which a fresh clone does not have"
 	}
 	return ""
 }
