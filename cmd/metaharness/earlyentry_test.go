@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/exit"
 	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
@@ -117,5 +118,27 @@ func TestSandboxPassesDescriptors(t *testing.T) {
 	cmd = exec.Command(mh, "internal-sandbox", "--shell", "/bin/sh", "-c", "echo RAN")
 	if out, err := cmd.CombinedOutput(); err == nil || strings.Contains(string(out), "RAN") {
 		t.Errorf("a malformed sandbox invocation: %v\n%s", err, out)
+	}
+}
+
+// TestHookVerbsFindTheirHook: an invocation the early entry does not take
+// (here a relative socket) reaches main's hook verbs, which find their
+// program in launcher/kinds/hooks by the verb's name: a name the table
+// does not hold would answer "no hook program" instead of the hook's deny.
+func TestHookVerbsFindTheirHook(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		stdin string
+		code  exit.Code
+		want  string
+	}{
+		{hook.Args("gone.sock"), `{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{},"tool_use_id":"toolu_1"}`, 0, `"permissionDecision":"deny"`},
+		{b10xhook.Args("gone.sock"), `{"hook":"before-call","call":{"call_id":"c1","name":"file_read","arguments":{}},"entry":"file_read","workspace":"/w"}` + "\n", b10xhook.Block, `{"reason":"metaharness's decision channel did not answer`},
+	} {
+		var out, errb strings.Builder
+		code := Main(c.args, strings.NewReader(c.stdin), &out, &errb, nil)
+		if code != c.code || !strings.Contains(out.String(), c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit %d and %s", c.args, code, out.String(), errb.String(), c.code, c.want)
+		}
 	}
 }

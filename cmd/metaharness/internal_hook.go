@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"github.com/metaharness/metaharness/exit"
-	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/kinds/hooks"
 )
 
-// hookCmd is a kind's hook program (launcher/kinds/hooks): Claude Code's
-// PreToolUse hook always exits 0, its answer on stdout; the b10x loop's
-// before-call hook answers with its exit status.
+// hookCmd is a kind's hook program, found in launcher/kinds/hooks by the
+// verb it is started as (the verb's name in main.go), so that no verb
+// imports a kind's hook package: Claude Code's PreToolUse hook always
+// exits 0, its answer on stdout; the b10x loop's before-call hook answers
+// with its exit status.
 type hookCmd struct {
 	Socket string `required:"" help:"The run's decision channel."`
 }
@@ -30,4 +31,4 @@ func (c *hookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-hook
 // puts first in the loop's hooks file.
 type b10xHookCmd struct{ hookCmd }
 
-func (c *b10xHookCmd) run(e *env) (exit.Code, error) { return c.runAs(b10xhook.Verb, e) }
+func (c *b10xHookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-b10x-hook", e) }
