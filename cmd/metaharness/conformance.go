@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/conformance/live"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher"
 )
 
 type conformanceCmd struct {
@@ -59,7 +59,8 @@ func (c *conformanceCmd) writeContract(e *env, r *conformance.Report) error {
 }
 
 // live runs the built-in session with this binary and the caller's
-// environment (their HOME picks the vendor binary, as for any run) and
+// environment as Main was given it (their HOME picks the vendor binary, as
+// for any run) and
 // prints a PASS or FAIL line per step. Under --contract the lines go to
 // stderr, so stdout stays the one JSON line.
 func (c *conformanceCmd) live(e *env) (exit.Code, error) {
@@ -67,7 +68,7 @@ func (c *conformanceCmd) live(e *env) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
-	o, err := live.Run(context.Background(), c.Kind, self, os.Environ())
+	o, err := live.Run(context.Background(), c.Kind, self, launcher.SortedEnv(e.vars))
 	if err != nil {
 		return exit.Refused, exit.Wrap(RefuseLiveUnavailable, err, "conformance --live could not set up its session")
 	}
