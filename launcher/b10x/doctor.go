@@ -54,13 +54,13 @@ func EmittedFlags() ([]string, error) {
 	flags := Flags{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
 		Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
 		ModelWire: Wires[0]}
-	base := launcher.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: "api-key",
+	base := launcher.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: launcher.CredentialsAPIKey,
 		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"}}
 	secret, subFile, subEnv := base, base, base
 	secretFlags, subFileFlags, subEnvFlags := flags, flags, flags
 	secretFlags.APIKeySecret, secretFlags.SubstrateEmbedded, secretFlags.Substrate, secretFlags.Toolchain = "doctor", false, "/s", ""
-	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = "none", "/t", "/a"
-	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = "none", "DOCTOR_TOKEN"
+	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = launcher.CredentialsNone, "/t", "/a"
+	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = launcher.CredentialsNone, "DOCTOR_TOKEN"
 	base.KindFlags, secret.KindFlags, subFile.KindFlags, subEnv.KindFlags = &flags, &secretFlags, &subFileFlags, &subEnvFlags
 	w := &launcher.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
 		ContextFiles: []contextfile.File{{Path: "a.md", Text: "doctor"}}}

@@ -58,13 +58,13 @@ func CheckSpec(s *launcher.Spec) error {
 		return exit.Refuse(RefuseEffortUnsupported, "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
 	case s.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseMaxBudgetUnsupported, "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
-	case b.APIKeySecret != "" && s.Credentials != "api-key":
+	case b.APIKeySecret != "" && s.Credentials != launcher.CredentialsAPIKey:
 		return exit.Refuse(RefuseAPIKeySecretNeedsAPIKey, "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
 	case b.SubscriptionTokenFile != "" && b.SubscriptionTokenEnv != "":
 		return exit.Refuse(RefuseSubscriptionTokenConflict, "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
 	case b.SubscriptionTokenPointer != "" && b.SubscriptionTokenFile == "" && b.SubscriptionTokenEnv == "":
 		return exit.Refuse(RefuseSubscriptionTokenPointerNeedsSource, "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
-	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == "api-key":
+	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == launcher.CredentialsAPIKey:
 		return exit.Refuse(RefuseSubscriptionTokenWithAPIKey, "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
 	case b.SubscriptionTokenEnv != "" && (!envName().MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
 		return exit.Refuse(RefuseSubscriptionTokenEnvInvalid, "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
@@ -330,7 +330,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 			}
 		}
 		return fmt.Sprintf("--api-key-secret %s: the loop reads its key from the OS secret store itself; metaharness reads and forwards no key variable, and hands the loop only %s to reach the store", b.APIKeySecret, orNone(added)), nil
-	case spec.Credentials == "api-key":
+	case spec.Credentials == launcher.CredentialsAPIKey:
 		key := w.Env[KeyEnv]
 		if key == "" {
 			return "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)

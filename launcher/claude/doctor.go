@@ -30,7 +30,7 @@ const settingsMissing = "Settings file not found"
 // request. The model endpoint is a closed loopback port, should it ever get
 // further.
 func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
-	spec := &launcher.Spec{Kind: "claude", Prompt: "doctor", Credentials: "none", Decisions: "frame", Hermetic: "off",
+	spec := &launcher.Spec{Kind: "claude", Prompt: "doctor", Credentials: launcher.CredentialsNone, Decisions: "frame", Hermetic: "off",
 		Model: "doctor-probe", Effort: "low", MaxTurns: 1, MaxBudgetUSD: "0.01"}
 	w := &launcher.World{
 		Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: binary, Self: filepath.Join(scratch, "metaharness"),
