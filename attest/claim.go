@@ -141,6 +141,26 @@ func (c *Claim) Withdraw(row RowID, why string) {
 	r.state, r.words, r.since = unavailable, why+" (the launch itself: "+r.words+")", c.changes
 }
 
+// Held is how the child holds its credential under c, the opening of H4's
+// claim in the words every kind shares; a kind appends its own specifics.
+// variable is the child's variable that holds the key (api-key) or the
+// placeholder (loopback), "" not to name it. c is one a kind builds: none,
+// api-key or loopback.
+func (c Credentials) Held(variable string) string {
+	switch c {
+	case CredentialsAPIKey:
+		return variable + " is in the child's environment because --credentials api-key declared it"
+	case CredentialsLoopback:
+		if variable != "" {
+			variable = " in " + variable
+		}
+		return "the child holds a per-run placeholder" + variable + " and no credential; the loopback proxy attaches the real token on the way out"
+	case CredentialsNone:
+		return "no credential reaches the child (--credentials none)"
+	}
+	panic(fmt.Sprintf("attest: no launch holds a credential under --credentials %s", c))
+}
+
 // Ambient adds an input the run has that no row covers, once.
 func (c *Claim) Ambient(in string) {
 	if !slices.Contains(c.ambient, in) {

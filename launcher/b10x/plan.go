@@ -337,7 +337,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 		}
 		env[KeyEnv] = key
 		opt("--api-key-env", KeyEnv)
-		return KeyEnv + " is in the child's environment because --credentials api-key declared it; the loop reads it by name (--api-key-env)", nil
+		return spec.Credentials.Held(KeyEnv) + "; the loop reads it by name (--api-key-env)", nil
 	case b.SubscriptionTokenFile != "":
 		opt("--oauth-token-file", b.SubscriptionTokenFile)
 		if b.SubscriptionTokenPointer != "" {
@@ -356,7 +356,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 		}
 		return b.SubscriptionTokenEnv + " is in the child's environment because --subscription-token-env named it; the loop reads its subscription token from it (--oauth-token-env)", nil
 	}
-	return "no credential reaches the child (--credentials none): the loop sends no auth header", nil
+	return launcher.CredentialsNone.Held("") + ": the loop sends no auth header", nil
 }
 
 func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {

@@ -107,7 +107,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		env["ANTHROPIC_API_KEY"] = key
 		maps.Copy(env, w.LoopbackEnv)
-		credHow = "ANTHROPIC_API_KEY is in the child's environment because --credentials api-key declared it"
+		credHow = spec.Credentials.Held("ANTHROPIC_API_KEY")
 		if len(w.LoopbackEnv) > 0 {
 			credHow += "; it passes through the loopback proxy, which reads the model's answers"
 		}
@@ -118,9 +118,9 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		for k, v := range w.LoopbackEnv {
 			env[k] = v
 		}
-		credHow = "the child holds a per-run placeholder and no credential; the loopback proxy attaches the real token on the way out"
+		credHow = spec.Credentials.Held("")
 	case launcher.CredentialsNone:
-		credHow = "no credential reaches the child (--credentials none)"
+		credHow = spec.Credentials.Held("")
 		if spec.ModelEndpoint != "" {
 			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
 			maps.Copy(env, w.LoopbackEnv) // the proxy in front of the endpoint, when the run has one

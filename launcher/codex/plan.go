@@ -277,7 +277,7 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 		for k, v := range w.LoopbackEnv {
 			env[k] = v
 		}
-		return provider{ProviderID, w.LoopbackURL, KeyEnv, nil}, "the child holds a per-run placeholder in " + KeyEnv + " and no credential; the loopback proxy attaches the real token on the way out", nil
+		return provider{ProviderID, w.LoopbackURL, KeyEnv, nil}, spec.Credentials.Held(KeyEnv), nil
 	case launcher.CredentialsAPIKey:
 		key, ok := w.Env["OPENAI_API_KEY"]
 		if !ok || key == "" {
@@ -285,10 +285,10 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 		}
 		env["OPENAI_API_KEY"] = key
 		p, how := proxiedProvider(provider{apiKeyProviderID, root, "OPENAI_API_KEY", nil}, w, env)
-		return p, "OPENAI_API_KEY is in the child's environment because --credentials api-key declared it" + how, nil
+		return p, spec.Credentials.Held("OPENAI_API_KEY") + how, nil
 	case launcher.CredentialsNone:
 		p, how := proxiedProvider(provider{endpointProviderID, root, "", nil}, w, env)
-		return p, "no credential reaches the child (--credentials none): its provider entry names no env_key, so no authorization header is sent" + how, nil
+		return p, spec.Credentials.Held("") + ": its provider entry names no env_key, so no authorization header is sent" + how, nil
 	}
 	return provider{}, "", fmt.Errorf("internal: --credentials %s reached the codex plan; CheckSpec refuses it", spec.Credentials)
 }
