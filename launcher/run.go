@@ -7,11 +7,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/loopback"
-	"github.com/metaharness/metaharness/record"
-	"github.com/metaharness/metaharness/telemetry"
 )
 
 // IO is what a run touches outside its spec.
@@ -46,7 +43,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 		rio.Log = zap.NewNop()
 	}
 	d := k.Descriptor()
-	r := &run{spec: spec, kind: k, d: d, io: rio, caps: d.Capabilities}
+	r := &run{spec: spec, kind: k, d: d, io: rio}
 	r.runner, _ = k.(Runner)
 	r.checker, _ = k.(SpecChecker)
 	ctx, r.stop = context.WithCancelCause(ctx)
@@ -72,7 +69,6 @@ type run struct {
 	runner  Runner      // nil: the kind's run loop is not built
 	checker SpecChecker // nil: the kind has no refusals of its own
 	io      IO
-	caps    *Capabilities
 
 	in       inputs                  // what the checks read (run_checks.go)
 	tree     tree                    // the scratch tree (run_setup.go)
@@ -84,14 +80,8 @@ type run struct {
 	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
 	ended    *ended                  // set once the session has been concluded (run_windup.go)
 
-	statement        *statement          // under --statement (run_statement.go)
-	statementWritten []attest.RecordFile // where it was written
-
-	tel      *telemetry.Run    // the run's trace, under --otlp-endpoint (run_telemetry.go)
-	telState *record.Telemetry // what its first flush delivered
-	// recordsMade: the run's own directory under --records-dir exists
-	// (sessionoutputs.go).
-	recordsMade bool
+	statement *statement // under --statement (run_statement.go)
+	tel       trace      // the run's OpenTelemetry trace (run_telemetry.go)
 	// halted names the embedder's command that ended the session, halt or
 	// interrupt; "" when none did (run_windup.go).
 	halted string

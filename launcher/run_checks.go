@@ -100,13 +100,13 @@ func (r *run) check(ctx context.Context) error {
 // results, so they come after the stream opens.
 func (r *run) checkControls() error {
 	s := r.spec
-	refuses := func(c string) string { return r.caps.Support(c).RefusedWith }
-	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.caps.Tiers.Call != Absent, refuses); err != nil {
+	refuses := func(c string) string { return r.d.Capabilities.Support(c).RefusedWith }
+	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.d.Capabilities.Tiers.Call != Absent, refuses); err != nil {
 		return err
 	}
-	if r.caps.Mode(s.Decisions) != Delivered {
+	if r.d.Capabilities.Mode(s.Decisions) != Delivered {
 		return exit.Refuse(RefuseDecisionsUnverified, "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
-			s.Decisions, r.caps.Mode(s.Decisions), s.Kind, s.Kind)
+			s.Decisions, r.d.Capabilities.Mode(s.Decisions), s.Kind, s.Kind)
 	}
 	return nil
 }

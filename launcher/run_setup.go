@@ -291,8 +291,8 @@ func (r *run) startProxy(w *World) error {
 		return err
 	}
 	r.proxy = p
-	if r.tel != nil {
-		r.tel.Secrets(p.Placeholder()) // never in what the content opt-in exports
+	if r.tel.run != nil {
+		r.tel.run.Secrets(p.Placeholder()) // never in what the content opt-in exports
 	}
 	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
 	lc, ok := r.kind.(LoopbackClient)

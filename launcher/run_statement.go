@@ -29,6 +29,8 @@ type statement struct {
 	signer *provenance.Signer // nil: unsigned
 	inputs []provenance.Subject
 	stdout hash.Hash // the stream as stdout carried it; nil unless stdout carries it
+	// written are the files it was written to, for the summary.
+	written []attest.RecordFile
 }
 
 // statementFiles are the files the statement is written to.
@@ -117,7 +119,7 @@ func (r *run) writeStatement(code exit.Code, err error) (exit.Code, error) {
 		if serr != nil {
 			break
 		}
-		r.statementWritten = append(r.statementWritten, attest.RecordFile{What: "statement", Path: absPath(f.path), SHA256: sum})
+		r.statement.written = append(r.statement.written, attest.RecordFile{What: "statement", Path: absPath(f.path), SHA256: sum})
 	}
 	if serr == nil {
 		return code, err

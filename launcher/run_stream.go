@@ -20,6 +20,9 @@ type stream struct {
 	runID  string      // the stream's, once it is open
 	tap    *attest.Tap // the copy the floor reads at the end
 	files  []io.Closer // --events and the fleet's artifact, closed by cleanup
+	// recordsMade: the run's own directory under --records-dir exists
+	// (sessionoutputs.go).
+	recordsMade bool
 }
 
 // endStream closes a stream that a refusal or a stop cut short. Once a

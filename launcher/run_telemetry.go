@@ -16,6 +16,12 @@ import (
 // the run is not affected.
 const WarnOTLPExport = "OTLP_EXPORT_FAILED"
 
+// trace is the run's OpenTelemetry trace and what became of it.
+type trace struct {
+	run     *telemetry.Run    // nil without --otlp-endpoint
+	flushed *record.Telemetry // what its first flush delivered (closeTelemetry)
+}
+
 // startTelemetry starts the run's trace when --otlp-endpoint or
 // OTEL_EXPORTER_OTLP_ENDPOINT asks for one: its root span opens now.
 func (r *run) startTelemetry() error {
@@ -28,7 +34,7 @@ func (r *run) startTelemetry() error {
 		return exit.Wrap(telemetry.RefuseOTLPEndpoint, err, "the OpenTelemetry export cannot start")
 	}
 	s := r.spec
-	r.tel = x.StartRun(telemetry.RunInfo{Kind: s.Kind, Provider: providerOf(r.d.ModelAPI), Model: s.Model,
+	r.tel.run = x.StartRun(telemetry.RunInfo{Kind: s.Kind, Provider: providerOf(r.d.ModelAPI), Model: s.Model,
 		Hermetic: string(s.Hermetic), Decisions: string(s.Decisions), Credentials: string(s.Credentials), Prompt: s.Prompt})
 	return nil
 }
@@ -46,18 +52,18 @@ func providerOf(api string) string {
 
 // telemetrySink is the trace, as a sink of the event stream.
 func (r *run) telemetrySink() []record.Sink {
-	if r.tel == nil {
+	if r.tel.run == nil {
 		return nil
 	}
-	return []record.Sink{{Name: "the OpenTelemetry export", W: r.tel}}
+	return []record.Sink{{Name: "the OpenTelemetry export", W: r.tel.run}}
 }
 
 // traceID is the run's trace id, "" without an export.
 func (r *run) traceID() string {
-	if r.tel == nil {
+	if r.tel.run == nil {
 		return ""
 	}
-	return r.tel.TraceID()
+	return r.tel.run.TraceID()
 }
 
 // closeTelemetry is the trace's first flush, at the wind-up once the proxy
@@ -66,7 +72,7 @@ func (r *run) traceID() string {
 // that a collector that is down or silent is said in the stream (and the
 // attestation) while it is open.
 func (r *run) closeTelemetry(stopped bool) {
-	if r.tel == nil {
+	if r.tel.run == nil {
 		return
 	}
 	if r.proxy != nil {
@@ -74,14 +80,14 @@ func (r *run) closeTelemetry(stopped bool) {
 		if w := r.proxy.Wire(); w != nil {
 			wire = w.Responses()
 		}
-		r.tel.Requests(r.proxy.Records(), wire)
+		r.tel.run.Requests(r.proxy.Records(), wire)
 	}
 	bound := telemetry.FlushBound
 	if stopped {
 		bound = telemetry.StoppedFlushBound
 	}
-	st := r.tel.Close(bound)
-	r.telState = &st
+	st := r.tel.run.Close(bound)
+	r.tel.flushed = &st
 	if st.Error != "" {
 		r.emit(nil, &record.Warning{Code: WarnOTLPExport, Message: fmt.Sprintf(
 			"the OpenTelemetry export to %s delivered %d of %d spans (%s); the run is not affected, and trace %s lacks the rest",
@@ -92,7 +98,7 @@ func (r *run) closeTelemetry(stopped bool) {
 // endTelemetry closes the root span with how the run ended and stops the
 // export, within the bound (at once after a first flush that failed).
 func (r *run) endTelemetry(code exit.Code, err error, stopped bool) {
-	if r.tel == nil {
+	if r.tel.run == nil {
 		return
 	}
 	v := telemetry.Verdicts{ExitCode: int(code), Outcome: attest.Outcomes[code].Name}
@@ -116,7 +122,7 @@ func (r *run) endTelemetry(code exit.Code, err error, stopped bool) {
 	if stopped {
 		bound = telemetry.StoppedFlushBound
 	}
-	if st := r.tel.End(v, bound); st.Error != "" && (r.telState == nil || r.telState.Error == "") {
+	if st := r.tel.run.End(v, bound); st.Error != "" && (r.tel.flushed == nil || r.tel.flushed.Error == "") {
 		// The stream and the attestation are written; stderr is left.
 		fmt.Fprintf(r.io.Stderr, "metaharness: warning: the OpenTelemetry export of trace %s to %s ended incomplete (%s)\n", st.TraceID, st.Endpoint, strings.TrimSpace(st.Error))
 	}

@@ -72,7 +72,7 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 		if ctx.Err() != nil {
 			return nil // stopped: the version was not read, and the stream says why
 		}
-		return offPin(r.caps.VersionsPinned, binary, res.v, res.err)
+		return offPin(r.d.Capabilities.VersionsPinned, binary, res.v, res.err)
 	})
 	return nil
 }
@@ -80,14 +80,14 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 // holdToPin writes the warning for a version off the pin, or refuses it
 // under --strict-version.
 func (r *run) holdToPin(binary, v string, err error) error {
-	warn := offPin(r.caps.VersionsPinned, binary, v, err)
+	warn := offPin(r.d.Capabilities.VersionsPinned, binary, v, err)
 	switch {
 	case warn == nil:
 		return nil
 	case r.spec.StrictVersion && err != nil:
-		return exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, strings.Join(r.caps.VersionsPinned, ", "))
+		return exit.Wrap(RefuseVersionUnknown, err, "--strict-version: the version of %s could not be read, so it cannot be held to the pin (%s)", binary, strings.Join(r.d.Capabilities.VersionsPinned, ", "))
 	case r.spec.StrictVersion:
-		return exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, strings.Join(r.caps.VersionsPinned, ", "))
+		return exit.Refuse(RefuseVersionOffPin, "--strict-version: %s is %s, off the pin (%s); install the pinned version or drop --strict-version", binary, v, strings.Join(r.d.Capabilities.VersionsPinned, ", "))
 	}
 	return r.out.events.Emit(warn)
 }

@@ -117,16 +117,16 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 		}
 	}
 	ev := attest.Evaluate(r.out.tap.Lines(), attest.Launch{
-		Kind: s.Kind, Class: r.caps.Adapter.Class, Hermetic: string(s.Hermetic), Audit: s.Audit,
+		Kind: s.Kind, Class: r.d.Capabilities.Adapter.Class, Hermetic: string(s.Hermetic), Audit: s.Audit,
 		Credentials: s.Credentials, PlannedCwd: r.tree.cwd, PlannedMCPServers: plan.MCPServers, StandInCredential: plan.StandInCredential,
-		Pins: r.caps.VersionsPinned,
+		Pins: r.d.Capabilities.VersionsPinned,
 	})
 	doc := ev.Document(s.Kind, s.AuditOwed(), result, process)
 	if r.proxy != nil {
 		doc.Loopback = &attest.Loopback{Counters: r.proxy.Counters(), Requests: r.proxy.Records()}
 	}
 	doc.StreamFailures = r.out.events.Failures()
-	doc.Telemetry = r.telState
+	doc.Telemetry = r.tel.flushed
 	quota := upstream != nil && upstream.Reason == loopback.StopQuota
 	if quota {
 		doc.UpstreamQuota = &upstream.Record

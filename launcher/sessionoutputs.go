@@ -108,7 +108,7 @@ func (r *run) makeRunRecords() error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return exit.Wrap(RefuseRecordsDir, err, "--records-dir %s: the run's own directory %s cannot be created (it must not exist yet)", r.spec.RecordsDir, dir)
 	}
-	r.recordsMade = true
+	r.out.recordsMade = true
 	return nil
 }
 
@@ -191,7 +191,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 	s := r.spec
 	dest := r.summaryFile()
 	var refusal *exit.Refusal
-	if errors.As(err, &refusal) && (refusal.Name == RefuseSummaryFile || refusal.Name == RefuseRecordsDir && !r.recordsMade) {
+	if errors.As(err, &refusal) && (refusal.Name == RefuseSummaryFile || refusal.Name == RefuseRecordsDir && !r.out.recordsMade) {
 		dest = recordFile{}
 	}
 	if dest.path != "" {
@@ -247,7 +247,9 @@ func (r *run) writeSummary(dest recordFile, code exit.Code, err error) error {
 		}
 		sum.Records = append(sum.Records, e.written...)
 	}
-	sum.Records = append(sum.Records, r.statementWritten...)
+	if st := r.statement; st != nil {
+		sum.Records = append(sum.Records, st.written...)
+	}
 	if r.out.events != nil && r.out.events.Lines() > 0 {
 		for _, f := range r.eventFiles() {
 			sum.Records = append(sum.Records, attest.RecordFile{What: "events", Path: absPath(f.path)})
