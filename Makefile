@@ -19,5 +19,6 @@ test:
 fuzz:
 	scripts/loopback-only scripts/fuzz-brief $(or $(FUZZTIME),500000x)
 
+# schemas/generate writes schemas/ from the Go types (its go:generate line).
 schemas:
 	go generate ./...

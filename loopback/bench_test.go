@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/metaharness/metaharness/loopback/internal/benchup"
+	"github.com/metaharness/metaharness/testkit/benchupstream"
 )
 
 // The Go benchmarks run the three ways to the same upstream side by side
@@ -19,10 +19,10 @@ import (
 // with each proxy in its own process, and peak RSS, come from
 // scripts/bench-loopback.
 
-const benchBig = benchup.BigSize
+const benchBig = benchupstream.BigSize
 
 func benchUpstream(b *testing.B) *httptest.Server {
-	up := httptest.NewServer(benchup.Handler())
+	up := httptest.NewServer(benchupstream.Handler())
 	b.Cleanup(up.Close)
 	return up
 }
@@ -122,8 +122,8 @@ func BenchmarkStream10MiB(b *testing.B) {
 
 // wireStreams are the model streams the wire benchmarks read, by dialect.
 var wireStreams = []struct{ api, turn, long string }{
-	{AnthropicMessages, benchup.AnthropicTurn, benchup.AnthropicLong},
-	{OpenAIResponses, benchup.OpenAITurn, benchup.OpenAILong},
+	{AnthropicMessages, benchupstream.AnthropicTurn, benchupstream.AnthropicLong},
+	{OpenAIResponses, benchupstream.OpenAITurn, benchupstream.OpenAILong},
 }
 
 // BenchmarkWireParse: what reads a long model stream beside the relay, in

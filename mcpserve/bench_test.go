@@ -12,7 +12,7 @@ import (
 )
 
 // The benchmarks measure mcp-serve side by side with the smallest mcp-go
-// server that has one file-reading tool (internal/benchserver), in the same
+// server that has one file-reading tool (testkit/mcpbaseline), in the same
 // run and interleaved, and report each plus their ratio;
 // scripts/bench-mcpserve prints the ratios.
 
@@ -30,7 +30,7 @@ func benchServers(b *testing.B) [2]func() *exec.Cmd {
 		b.Fatal(err)
 	}
 	mh := metaharnessBinary(b)
-	base := built(b, "github.com/metaharness/metaharness/mcpserve/internal/benchserver")
+	base := built(b, "github.com/metaharness/metaharness/testkit/mcpbaseline")
 	return [2]func() *exec.Cmd{
 		func() *exec.Cmd {
 			cmd := exec.Command(mh, "mcp-serve", "--catalogue", contract, "--workspace", ws)

@@ -1,10 +1,10 @@
-// Command genschema writes the JSON Schema of every document metaharness
+// Command generate writes the JSON Schema of every document metaharness
 // reads or writes into schemas/. Each package's drift test fails when the
 // checked-in file and its Go types disagree; `go generate ./...` (or
 // `make schemas`) rewrites them all.
 package main
 
-//go:generate go run . -out ../../schemas
+//go:generate go run . -out ..
 
 import (
 	"flag"
@@ -36,7 +36,7 @@ func main() {
 			err = os.WriteFile(filepath.Join(*out, name), b, 0o644)
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "genschema: %s: %v\n", name, err)
+			fmt.Fprintf(os.Stderr, "schemas/generate: %s: %v\n", name, err)
 			os.Exit(1)
 		}
 	}

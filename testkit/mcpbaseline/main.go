@@ -1,4 +1,4 @@
-// Command benchserver is the baseline of mcp-serve's benchmarks: the
+// Command mcpbaseline is the baseline of mcp-serve's benchmarks: the
 // smallest mcp-go stdio server with one tool that reads a file. It is built
 // by the benchmarks only and is not part of the metaharness binary.
 package main

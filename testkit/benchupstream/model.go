@@ -1,4 +1,4 @@
-package benchup
+package benchupstream
 
 import (
 	"encoding/json"

@@ -1,8 +1,8 @@
-// Package benchup is the upstream the loopback benchmarks measure against:
+// Package benchupstream is the upstream the loopback benchmarks measure against:
 // /small answers a short JSON body, /sse one event at once and a second
 // after the first has gone out, /big BigSize bytes in 32 KiB writes, and
 // /sse/… a model turn as each API streams it (model.go).
-package benchup
+package benchupstream
 
 import (
 	"bytes"

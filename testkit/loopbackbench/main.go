@@ -1,4 +1,4 @@
-// Command loopbench measures the loopback proxy side by side, in one run,
+// Command loopbackbench measures the loopback proxy side by side, in one run,
 // against the same upstream reached directly, through a bare TCP relay (one
 // io.Copy each way: the floor for any relay in a process of its own) and
 // through a plain httputil.ReverseProxy (full duplex on, see serveProxy),
@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/loopback"
-	"github.com/metaharness/metaharness/loopback/internal/benchup"
+	"github.com/metaharness/metaharness/testkit/benchupstream"
 )
 
 const (
@@ -53,13 +53,13 @@ func main() {
 	flag.Parse()
 	if *serve != "" {
 		if err := serveProxy(*serve, *upstream); err != nil {
-			fmt.Fprintln(os.Stderr, "loopbench:", err)
+			fmt.Fprintln(os.Stderr, "loopbackbench:", err)
 			os.Exit(1)
 		}
 		return
 	}
 	if err := run(*rounds, *small, *sse, *big, *turns, *long, *wireSmall); err != nil {
-		fmt.Fprintln(os.Stderr, "loopbench:", err)
+		fmt.Fprintln(os.Stderr, "loopbackbench:", err)
 		os.Exit(1)
 	}
 }
@@ -127,7 +127,7 @@ func run(rounds, nSmall, nSSE, nBig, nTurn, nLong, nWireSmall int) error {
 				if err != nil {
 					return fmt.Errorf("%s big: %w", t.name, err)
 				}
-				t.rates = append(t.rates, benchup.BigSize/d.Seconds())
+				t.rates = append(t.rates, benchupstream.BigSize/d.Seconds())
 			}
 		}
 	}
@@ -188,13 +188,13 @@ func (t *target) firstByte(c *http.Client) (time.Duration, error) {
 	return d, err
 }
 
-// startUpstream serves benchup's paths on 127.0.0.1, in this process.
+// startUpstream serves benchupstream's paths on 127.0.0.1, in this process.
 func startUpstream() (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	go func() { _ = http.Serve(ln, benchup.Handler()) }()
+	go func() { _ = http.Serve(ln, benchupstream.Handler()) }()
 	return "http://" + ln.Addr().String(), nil
 }
 

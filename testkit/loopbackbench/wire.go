@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/loopback"
-	"github.com/metaharness/metaharness/loopback/internal/benchup"
+	"github.com/metaharness/metaharness/testkit/benchupstream"
 )
 
 // The wire view's cost: the proxy without a view, a second one alike (a
@@ -120,8 +120,8 @@ func wireBench(w io.Writer, c *http.Client, set []*target, rounds, nTurn, nLong,
 	off, control := set[0], set[1]
 	on := map[string]*target{loopback.AnthropicMessages: set[2], loopback.OpenAIResponses: set[3]}
 	ds := []*wireDialect{
-		{api: loopback.AnthropicMessages, turnPath: benchup.AnthropicTurn, longPath: benchup.AnthropicLong},
-		{api: loopback.OpenAIResponses, turnPath: benchup.OpenAITurn, longPath: benchup.OpenAILong},
+		{api: loopback.AnthropicMessages, turnPath: benchupstream.AnthropicTurn, longPath: benchupstream.AnthropicLong},
+		{api: loopback.OpenAIResponses, turnPath: benchupstream.OpenAITurn, longPath: benchupstream.OpenAILong},
 	}
 	each := func(d *wireDialect, kind string, n int) error {
 		sides := []*wireSide{d.off, d.control, d.on}
@@ -178,7 +178,7 @@ func wireReport(w io.Writer, ds []*wireDialect, rounds int) {
 	a := ds[0]
 	fmt.Fprintf(w, "\nwire view: the proxy without it (off), a second one alike (control: the host's noise), and with it (on), request by request, %d rounds:\n"+
 		"%d turns (%d text deltas and a tool call), %d small requests, %d long streams (%d deltas) per side and dialect\n",
-		rounds, len(a.off.turn), benchup.TurnDeltas, len(a.off.small), len(a.off.rates), benchup.LongDeltas)
+		rounds, len(a.off.turn), benchupstream.TurnDeltas, len(a.off.small), len(a.off.rates), benchupstream.LongDeltas)
 	us2 := func(d time.Duration) string { return us(d) }
 	for _, d := range ds {
 		fmt.Fprintf(w, "\n%-26s %12s %12s %12s %10s %10s\n", d.api, "off", "control", "on", "control/off", "on/off")
