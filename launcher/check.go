@@ -94,7 +94,7 @@ func checkSpec(s *Spec, d *Descriptor) error {
 		return exit.Refuse(RefuseOutputStatusNeedsRecords, "--output status prints one line naming the outcome, and the answer and the event stream need a home: add --records-dir DIR (or --events FILE, or run where the fleet names $%s)", EnvArtifactsDir)
 	}
 	if b := s.ThrottleBudget; b != nil && *b < 0 {
-		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v is negative; give how long one model request may wait out the upstream's throttles (0 waits none, the default is %v)", *b, DefaultThrottleBudget)
+		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v is negative; give how long one model request may wait out the upstream's throttles (0 waits none, the default is %v)", *b, defaultThrottleBudget)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func LineTooLong(vendor string) *record.Warning {
 func EachLine(r io.Reader, max int, line func([]byte), long func()) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		l, tooLong, err := ReadBounded(br, max)
+		l, tooLong, err := readBounded(br, max)
 		switch {
 		case tooLong:
 			long()
@@ -44,9 +44,9 @@ func EachLine(r io.Reader, max int, line func([]byte), long func()) {
 	}
 }
 
-// ReadBounded reads one line of at most max bytes; a longer one is read to
+// readBounded reads one line of at most max bytes; a longer one is read to
 // its end and reported as long, never held.
-func ReadBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
+func readBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !long {

@@ -53,15 +53,15 @@ func TestRunRefusesAnUnverifiedMode(t *testing.T) {
 func TestReadBoundedDropsALongLine(t *testing.T) {
 	in := strings.Repeat("x", 300) + "\nshort\n"
 	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	line, long, err := ReadBounded(br, 100)
+	line, long, err := readBounded(br, 100)
 	if !long || line != nil || err != nil {
 		t.Fatalf("long line: %q %v %v", line, long, err)
 	}
-	line, long, err = ReadBounded(br, 100)
+	line, long, err = readBounded(br, 100)
 	if long || string(line) != "short\n" || err != nil {
 		t.Fatalf("next line: %q %v %v", line, long, err)
 	}
-	if _, _, err := ReadBounded(br, 100); err != io.EOF {
+	if _, _, err := readBounded(br, 100); err != io.EOF {
 		t.Fatalf("at the end: %v", err)
 	}
 }

@@ -21,8 +21,8 @@ import (
 // metaharness-<uid> in TMPDIR (resolved to an absolute path without
 // symbolic links, so that the mount view names what the kernel sees).
 
-// EnvRuntimeDir names the runtime directory instead of TMPDIR's.
-const EnvRuntimeDir = "METAHARNESS_RUNTIME_DIR"
+// envRuntimeDir names the runtime directory instead of TMPDIR's.
+const envRuntimeDir = "METAHARNESS_RUNTIME_DIR"
 
 // scratchPrefix begins every scratch tree's name; scratchMark is the file
 // that says a tree is metaharness's own, and scratchLock the one a live
@@ -37,7 +37,7 @@ const (
 // refused unless it is a directory of this user's that no one else may
 // enter.
 func runtimeDir(env map[string]string) (string, error) {
-	dir, from := env[EnvRuntimeDir], "$"+EnvRuntimeDir
+	dir, from := env[envRuntimeDir], "$"+envRuntimeDir
 	if dir == "" {
 		tmp, err := resolvedTempDir(env)
 		if err != nil {
@@ -49,7 +49,7 @@ func runtimeDir(env map[string]string) (string, error) {
 		return "", exit.Refuse(RefuseScratchUnavailable, "%s %s is not an absolute path; name the runtime directory absolutely", from, dir)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s (from %s) cannot be created; set TMPDIR or %s to a writable directory", dir, from, EnvRuntimeDir)
+		return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s (from %s) cannot be created; set TMPDIR or %s to a writable directory", dir, from, envRuntimeDir)
 	}
 	fi, err := os.Lstat(dir)
 	if err != nil {
@@ -57,7 +57,7 @@ func runtimeDir(env map[string]string) (string, error) {
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", exit.Refuse(RefuseScratchUnavailable, "the runtime directory %s (from %s) is not a 0700 directory of this user's, so other users could reach the runs' scratch trees; remove it, or set %s to a directory of your own", dir, from, EnvRuntimeDir)
+		return "", exit.Refuse(RefuseScratchUnavailable, "the runtime directory %s (from %s) is not a 0700 directory of this user's, so other users could reach the runs' scratch trees; remove it, or set %s to a directory of your own", dir, from, envRuntimeDir)
 	}
 	return dir, nil
 }
@@ -91,7 +91,7 @@ type scratch struct {
 func newScratch(dir string) (*scratch, error) {
 	root, err := os.MkdirTemp(dir, scratchPrefix)
 	if err != nil {
-		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created in %s; set TMPDIR or %s to a writable directory", dir, EnvRuntimeDir)
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created in %s; set TMPDIR or %s to a writable directory", dir, envRuntimeDir)
 	}
 	s := &scratch{root: root}
 	// Locked before it is marked: a marked tree is always a locked one

@@ -51,12 +51,12 @@ const (
 	OutputStatus Output = "status"
 )
 
-// DefaultThrottleBudget is --throttle-budget when it is not given: how long
+// defaultThrottleBudget is --throttle-budget when it is not given: how long
 // one model request may wait out the upstream's throttles before the run
 // stops on a 429 (exit 4). A minute covers the per-minute windows the
 // model APIs throttle in, and is a small part of a fleet session's time,
 // where a usage limit would cool the account down for hours.
-const DefaultThrottleBudget = time.Minute
+const defaultThrottleBudget = time.Minute
 
 // Spec is one run as the caller declared it: every `run` flag, kind-neutral.
 // The CLI fills it 1:1 from its flags; nothing here is read from the world.
@@ -88,7 +88,7 @@ type Spec struct {
 	MaxBudgetUSD  string   `json:"max_budget_usd,omitempty"`
 	AllowEgress   []string `json:"allow_egress,omitempty"`
 	// ThrottleBudget is --throttle-budget (loopback.Config.ThrottleBudget);
-	// nil when it was not given (DefaultThrottleBudget).
+	// nil when it was not given (Throttle then reads a minute).
 	ThrottleBudget *time.Duration `json:"throttle_budget,omitempty"`
 
 	// Unconfined is --unconfined: the caller chose to run the child
@@ -157,7 +157,7 @@ type KindFlags interface {
 // Throttle is the throttle budget the run's proxy waits within.
 func (s *Spec) Throttle() time.Duration {
 	if s.ThrottleBudget == nil {
-		return DefaultThrottleBudget
+		return defaultThrottleBudget
 	}
 	return *s.ThrottleBudget
 }

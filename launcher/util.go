@@ -36,12 +36,12 @@ func ClaimGate(c *attest.Claim, spec *Spec, w *World) {
 		c.Unavailable(attest.H12, "no egress gate: no loopback proxy stands between the child and the network (--credentials loopback, api-key, or none with --model-endpoint put one there)")
 		return
 	}
-	c.Impose(attest.H12, GateHow(spec.AllowEgress))
+	c.Impose(attest.H12, gateHow(spec.AllowEgress))
 }
 
-// GateHow is the H12 claim of a proxied run: the child's proxy variables
+// gateHow is the H12 claim of a proxied run: the child's proxy variables
 // point at the egress gate, which lets through only the hosts named.
-func GateHow(allowEgress []string) string {
+func gateHow(allowEgress []string) string {
 	hosts := "none"
 	if len(allowEgress) > 0 {
 		hosts = strings.Join(allowEgress, ", ")
