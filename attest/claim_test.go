@@ -2,6 +2,11 @@ package attest
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -62,5 +67,48 @@ func TestRowIDText(t *testing.T) {
 	var id RowID
 	if err := id.UnmarshalText([]byte("h99")); err == nil {
 		t.Error("h99 was read as a row")
+	}
+}
+
+// TestEveryRowIDIsARow: each RowID variable claim.go declares is a row of
+// the floor (Rows), so that a row a kind can claim is one the floor
+// evaluates and the wire reads back (RowID.UnmarshalText).
+func TestEveryRowIDIsARow(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "claim.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.VAR {
+			continue
+		}
+		for _, spec := range g.Specs {
+			vs := spec.(*ast.ValueSpec)
+			for i, name := range vs.Names {
+				if i >= len(vs.Values) {
+					continue
+				}
+				lit, ok := vs.Values[i].(*ast.CompositeLit)
+				if !ok {
+					continue
+				}
+				if typ, ok := lit.Type.(*ast.Ident); !ok || typ.Name != "RowID" {
+					continue
+				}
+				declared++
+				id, err := strconv.Unquote(lit.Elts[0].(*ast.BasicLit).Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.ContainsFunc(Rows, func(r RowSpec) bool { return r.ID.String() == id }) {
+					t.Errorf("%s (%q) is declared in claim.go and missing from Rows (rows.go)", name.Name, id)
+				}
+			}
+		}
+	}
+	if declared == 0 {
+		t.Fatal("no RowID variables found in claim.go")
 	}
 }

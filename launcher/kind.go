@@ -19,6 +19,11 @@ import (
 // data, and whatever of the kind is built, which the optional interfaces
 // below say (Runner, Replayer, FlagProber). A sub-package per kind
 // implements it; launcher/kinds is the table of them.
+//
+// A kind's plan claims the attestation's rows (attest.Claim) and then hands
+// the claim to AttestConfinement, which edits H4, H6, H12 and H13: the plan
+// must have claimed each of those, in whatever state, or the edit panics
+// (an unclaimed row is a bug in the plan, never a silent no-op).
 type Kind interface {
 	Descriptor() *Descriptor
 }
