@@ -16,14 +16,7 @@ import (
 // out (file form and compact form) to documents that load again with the
 // same digest, and reseals to the same digest.
 func FuzzParse(f *testing.F) {
-	names, _ := filepath.Glob("testdata/frames/*.json")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	addFrames(f)
 	f.Add([]byte(`{"format":"metaharness.frame/1"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := Parse(b)
@@ -54,14 +47,7 @@ func FuzzParse(f *testing.F) {
 // run loads it, with the same digest; and a document Parse accepts is
 // sealed to the digest it states (a draft differs only in its digest).
 func FuzzParseDraft(f *testing.F) {
-	names, _ := filepath.Glob("testdata/frames/*.json")
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
+	addFrames(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		draft, err := ParseDraft(b)
 		if sealed, perr := Parse(b); perr == nil && (err != nil || draft.Digest() != sealed.Digest()) {
@@ -75,6 +61,18 @@ func FuzzParseDraft(f *testing.F) {
 			t.Fatalf("sealed %q, and the result does not load as sealed: %v", b, err)
 		}
 	})
+}
+
+// addFrames seeds f with every frame under testdata/frames.
+func addFrames(f *testing.F) {
+	names, _ := filepath.Glob("testdata/frames/*.json")
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
 }
 
 // FuzzHandleLine feeds one stdin line to a running engine (ask mode, one

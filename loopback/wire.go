@@ -336,9 +336,7 @@ func (w *Wire) signal() {
 // Responses is a snapshot of every response so far, in the order their
 // requests began.
 func (w *Wire) Responses() []Response {
-	w.mu.Lock()
-	streams := slices.Clone(w.streams)
-	w.mu.Unlock()
+	streams := w.snapshot()
 	out := make([]Response, 0, len(streams))
 	emitted := map[string]int{}
 	for _, s := range streams {
@@ -368,22 +366,17 @@ func (w *Wire) Response(id string) (Response, bool) {
 	if id == "" {
 		return Response{}, false
 	}
-	w.mu.Lock()
-	streams := slices.Clone(w.streams)
-	w.mu.Unlock()
-	for i := len(streams) - 1; i >= 0; i-- {
-		s := streams[i]
-		s.mu.Lock()
+	s := w.newest(func(s *wireStream) bool {
 		match := s.head.ID == id
 		for j := 0; !match && j < len(s.items); j++ {
 			match = s.items[j].id == id
 		}
-		s.mu.Unlock()
-		if match {
-			return s.response(), true
-		}
+		return match
+	})
+	if s == nil {
+		return Response{}, false
 	}
-	return Response{}, false
+	return s.response(), true
 }
 
 // Head is the response to the request that reached the proxy at start
@@ -391,19 +384,38 @@ func (w *Wire) Response(id string) (Response, bool) {
 // ended), and whether the view holds one: a per-request lookup that
 // copies no content.
 func (w *Wire) Head(start time.Time, method string) (Response, bool) {
+	var h Response
+	if w.newest(func(s *wireStream) bool {
+		h = s.head
+		return h.Start.Equal(start) && h.Method == method
+	}) == nil {
+		return Response{}, false
+	}
+	return h, true
+}
+
+// snapshot is the streams so far, in the order their requests began,
+// copied so that no lock is held while each is read.
+func (w *Wire) snapshot() []*wireStream {
 	w.mu.Lock()
-	streams := slices.Clone(w.streams)
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.streams)
+}
+
+// newest is the latest stream match accepts, nil when none does; match
+// runs under the stream's lock.
+func (w *Wire) newest(match func(s *wireStream) bool) *wireStream {
+	streams := w.snapshot()
 	for i := len(streams) - 1; i >= 0; i-- {
 		s := streams[i]
 		s.mu.Lock()
-		h := s.head
+		ok := match(s)
 		s.mu.Unlock()
-		if h.Start.Equal(start) && h.Method == method {
-			return h, true
+		if ok {
+			return s
 		}
 	}
-	return Response{}, false
+	return nil
 }
 
 // Call is the first tool call the model emitted with this id, and whether
