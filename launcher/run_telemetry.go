@@ -101,10 +101,7 @@ func (r *run) endTelemetry(code exit.Code, err error, stopped bool) {
 	if r.tel.run == nil {
 		return
 	}
-	v := telemetry.Verdicts{ExitCode: int(code), Outcome: attest.Outcomes[code].Name}
-	if err != nil {
-		v.Reason = exit.Line(err)
-	}
+	v := telemetry.Verdicts{ExitCode: int(code), Outcome: r.outcome(code).Name, Reason: r.reason(err)}
 	if e := r.ended; e != nil {
 		v.ChildExit, v.ControlVerdict, v.Audited = e.doc.ChildExit, e.doc.ControlVerdict, e.doc.Audited
 		census := e.doc.Census

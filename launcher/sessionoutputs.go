@@ -183,6 +183,22 @@ func (r *run) outcome(code exit.Code) attest.Outcome {
 	return attest.OutcomeOf(code)
 }
 
+// reason is the line that says why the run ended so, as printed: the
+// refusal, the usage-limit line, or an exit 3's line; "" when the exit
+// code says it all.
+func (r *run) reason(err error) string {
+	e := r.ended
+	switch {
+	case e != nil && e.upstream != nil && e.upstream.Reason == loopback.StopQuota:
+		return e.upstream.line()
+	case err != nil:
+		return exit.Line(err)
+	case e != nil:
+		return e.line
+	}
+	return ""
+}
+
 // summarize writes the run summary where the fleet or --records-dir asks
 // for one and prints --output status's line, and returns the run's exit
 // code and error: a summary that cannot be written makes the run exit 2,
@@ -223,8 +239,7 @@ func (r *run) writeSummary(dest recordFile, code exit.Code, err error) error {
 	sum := attest.NewSummary(r.spec.Kind, r.outcome(code))
 	sum.Run = r.out.runID
 	sum.TraceID = r.traceID()
-	if err != nil {
-		line := exit.Line(err)
+	if line := r.reason(err); line != "" {
 		sum.Reason = &line
 	}
 	if e := r.ended; e != nil {
@@ -237,13 +252,8 @@ func (r *run) writeSummary(dest recordFile, code exit.Code, err error) error {
 			}
 			sum.Usage, sum.TotalCostUSD, sum.NumTurns = t.Usage, t.TotalCostUSD, t.NumTurns
 		}
-		switch {
-		case e.upstream != nil && e.upstream.Reason == loopback.StopQuota:
+		if e.upstream != nil && e.upstream.Reason == loopback.StopQuota {
 			sum.UpstreamQuota = e.upstream.Record.Quota
-			line := e.upstream.line()
-			sum.Reason = &line
-		case e.line != "" && err == nil:
-			sum.Reason = &e.line
 		}
 		sum.Records = append(sum.Records, e.written...)
 	}

@@ -320,7 +320,7 @@ func cmpOr(refused, err string, resp *loopback.Response) string {
 type Verdicts struct {
 	ExitCode       int
 	Outcome        string
-	Reason         string // the refusal or usage-limit line; "" none
+	Reason         string // the refusal, usage-limit or exit-3 line; "" none
 	ChildExit      string
 	ControlVerdict string
 	Audited        bool

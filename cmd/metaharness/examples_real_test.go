@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -232,7 +233,8 @@ func TestExampleCIWorkflow(t *testing.T) {
 		t.Fatalf("MODEL_ENDPOINT %q", env["MODEL_ENDPOINT"])
 	}
 	env["MODEL_ENDPOINT"] = up.URL() // the one value this host changes
-	runStep(t, o, run.Exec.(*actionlint.ExecRun).Run.Value, env)
+	script := run.Exec.(*actionlint.ExecRun).Run.Value
+	runStep(t, o, script, env)
 
 	upload := step("Upload the records").Exec.(*actionlint.ExecAction)
 	dir := filepath.Join(o.tree, strings.TrimSpace(upload.Inputs["path"].Value.Value))
@@ -257,11 +259,51 @@ func TestExampleCIWorkflow(t *testing.T) {
 		t.Error("the attestation does not say exit 0")
 	}
 	checkUpstream(t, up, token, "mh-run-")
+
+	// The failing path the workflow claims: the same step without
+	// --scratch-cwd runs the agent in the checkout itself, not declared
+	// disposable, so the audit finds gating gaps, the step exits 1 and the
+	// job fails; the records are still there to upload.
+	gapScript := strings.Replace(script, " --scratch-cwd", "", 1)
+	if gapScript == script {
+		t.Fatal("the run step has no --scratch-cwd to leave out")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	gapUp := scripted.NewAnthropicServer(scripted.Texts(marker))
+	defer gapUp.Close()
+	env["MODEL_ENDPOINT"] = gapUp.URL()
+	code, out := stepExit(t, o, gapScript, env)
+	t.Logf("the step without --scratch-cwd:\n%s", out)
+	if code != 1 {
+		t.Fatalf("the step without --scratch-cwd exited %d, want 1 (a gap fails the job)", code)
+	}
+	for _, row := range []string{"H7", "H11"} {
+		if !regexp.MustCompile(`(?m)^ +` + row + ` +gap +gating `).MatchString(out) {
+			t.Errorf("the audit report does not name %s a gating gap", row)
+		}
+	}
+	if !strings.Contains(readFile(t, filepath.Join(dir, "attestation.json")), `"exit_code": 1,`) {
+		t.Error("the attestation of the failed step does not say exit 1")
+	}
 }
 
 // runStep runs a workflow step's run script in the operator's tree as
-// Actions runs a bash step on Linux (bash -e -o pipefail), with env added.
+// Actions runs a bash step on Linux (bash -e -o pipefail), with env added,
+// and fails the test unless the step succeeds.
 func runStep(t *testing.T, o *operator, script string, env map[string]string) {
+	t.Helper()
+	code, out := stepExit(t, o, script, env)
+	if code != 0 {
+		t.Fatalf("the step\n%s\nexited %d\n%s", script, code, out)
+	}
+	t.Logf("step output:\n%s", out)
+}
+
+// stepExit runs a step as runStep does and returns its exit status (what
+// fails the job) and its output.
+func stepExit(t *testing.T, o *operator, script string, env map[string]string) (int, string) {
 	t.Helper()
 	cmd := exec.Command("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script)
 	cmd.Dir, cmd.Env = o.tree, slices.Clone(o.env)
@@ -269,10 +311,14 @@ func runStep(t *testing.T, o *operator, script string, env map[string]string) {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the step\n%s\nfailed: %v\n%s", script, err, out)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
 	}
-	t.Logf("step output:\n%s", out)
+	if err != nil {
+		t.Fatalf("the step\n%s\ndid not run: %v", script, err)
+	}
+	return 0, string(out)
 }
 
 func readFile(t *testing.T, path string) string {

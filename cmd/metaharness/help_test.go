@@ -201,6 +201,26 @@ func TestHelpMatchesReadme(t *testing.T) {
 	}
 }
 
+// TestDoctorChecksMatchReadme: the checks doctor --help lists are the ones
+// the README's verb table names in its doctor row (each as `name` (…)), in
+// the same order.
+func TestDoctorChecksMatchReadme(t *testing.T) {
+	var help, readme []string
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z-]+)  +`).FindAllStringSubmatch((*doctorCmd)(nil).Help(), -1) {
+		help = append(help, m[1])
+	}
+	row := regexp.MustCompile("(?m)^\\| `doctor` \\|.*$").FindString(readmeSection(t, "## Verbs"))
+	for _, m := range regexp.MustCompile("`([a-z-]+)` \\(").FindAllStringSubmatch(row, -1) {
+		readme = append(readme, m[1])
+	}
+	if len(help) == 0 {
+		t.Fatal("doctor --help lists no checks")
+	}
+	if d := cmp.Diff(help, readme); d != "" {
+		t.Errorf("doctor's checks in --help and in the README's verb table disagree (-help +README):\n%s", d)
+	}
+}
+
 // refusedInReadme are the flags the README's sentence "Refused on `run
 // KIND`, each by name: …" names (the b10x-only flags, when it says so),
 // each checked to be refused on that kind by name, exit 2, before anything

@@ -35,7 +35,7 @@ type cli struct {
 	Conformance  conformanceCmd  `cmd:"" help:"Check a kind against its launch, replay and control vectors. No model, network or credential."`
 	Doctor       doctorCmd       `cmd:"" help:"Check what a run of a kind needs here: the vendor binary, its pin, the launch's flags, loopback, scratch, confinement. No model, network or credential."`
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
-	Audit        auditCmd        `cmd:"" help:"Audit a foreign transcript (refuses: see its message). No model, network or credential."`
+	Audit        auditCmd        `cmd:"" help:"Verify a run's signed statement (--verify FILE --key PUB: exit 0 when it holds, 1 when it does not); an audit of a foreign transcript is refused. No model, network or credential."`
 
 	InternalHook     hookCmd     `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
 	InternalB10xHook b10xHookCmd `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`

@@ -49,7 +49,9 @@ func TestScripts(t *testing.T) {
 
 // exitcode N CMD ARGS… runs CMD like exec and fails unless it exits with
 // exactly N: `! exec` accepts any non-zero status, and 1, 2 and 3 mean
-// different things here.
+// different things here. An exit 3 of `metaharness run` (an embedder's
+// too) must also print exactly one line on stderr saying what nobody found
+// out and why.
 func exitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 2 {
 		ts.Fatalf("usage: exitcode N command [args...]")
@@ -69,6 +71,28 @@ func exitcode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+	if want == 3 && runsRun(args[1:]) {
+		var lines []string
+		for _, l := range strings.Split(ts.ReadFile("stderr"), "\n") {
+			if strings.HasPrefix(l, "metaharness: ") && !strings.HasPrefix(l, "metaharness: warning: ") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) != 1 {
+			ts.Fatalf("metaharness run exited 3 with %d metaharness: lines on stderr, want exactly one saying what nobody found out and why: %q", len(lines), lines)
+		}
+	}
+}
+
+// runsRun says whether the command line starts `metaharness run`, itself
+// or under an embedder (embedder RULE… -- metaharness run …).
+func runsRun(args []string) bool {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "metaharness" && args[i+1] == "run" {
+			return true
+		}
+	}
+	return false
 }
 
 // seqfile FILE N LINE appends LINE to FILE N times, each %d in it replaced

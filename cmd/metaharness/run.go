@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -83,14 +84,17 @@ func (*hermeticFlag) IsBool() bool { return true }
 func (h *hermeticFlag) Decode(ctx *kong.DecodeContext) error {
 	t := ctx.Scan.Peek()
 	if s, ok := t.Value.(string); ok && (t.Type == kong.FlagValueToken || t.IsValue()) {
-		switch s {
-		case "off", "on", "strict":
+		switch {
+		case s == "off" || s == "on" || s == "strict":
 			ctx.Scan.Pop()
 			*h = hermeticFlag(s)
 			return nil
-		}
-		if t.Type == kong.FlagValueToken {
+		case t.Type == kong.FlagValueToken:
 			return fmt.Errorf("--hermetic takes off, on or strict, not %q", s)
+		case !slices.Contains(kinds.Names(), s):
+			// A word after a space is meant as the value; only a kind
+			// (run --hermetic claude) is a positional there.
+			return fmt.Errorf("--hermetic takes off, on or strict, not %q; give the value as --hermetic=VALUE, or --hermetic alone for on", s)
 		}
 	}
 	*h = "on"
