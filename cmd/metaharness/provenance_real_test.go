@@ -2,11 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +66,7 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 	if err := os.WriteFile(cat, []byte(readCatalogue), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, pub := signingKey(t, o.home)
+	key, pub := writeKeyPair(t, o.home, ed25519Key(t))
 	out := t.TempDir()
 	st, events, att := filepath.Join(out, "run.intoto.jsonl"), filepath.Join(out, "events.jsonl"), filepath.Join(out, "attestation.json")
 	o.env = append(o.env, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol)
@@ -170,23 +166,4 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 	if err := json.Unmarshal(ab, &doc); err != nil || doc.Telemetry == nil || doc.Telemetry.TraceID != traceID || doc.Telemetry.Error != "" {
 		t.Errorf("the attestation's telemetry: %+v (%v)", doc.Telemetry, err)
 	}
-}
-
-// signingKey writes an ed25519 key pair into dir: the private key 0600.
-func signingKey(t *testing.T, dir string) (key, pub string) {
-	t.Helper()
-	pk, sk, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(sk)
-	pder, _ := x509.MarshalPKIXPublicKey(pk)
-	key, pub = filepath.Join(dir, "sign.pem"), filepath.Join(dir, "sign.pub")
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return key, pub
 }
