@@ -1,17 +1,26 @@
 package main
 
 import (
+	"bytes"
 	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/metaharness/metaharness/internal/schemacheck"
 	"github.com/metaharness/metaharness/provenance"
+	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
 // readScript is the stand-in claude's script for statementRun: one read
@@ -85,6 +94,116 @@ func TestRunStatementsPassTheSchema(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSecuresystemslibVerifiesRunStatements: an implementation that is not
+// ours, Python's securesystemslib (provenance/testdata/
+// verify_securesystemslib.py), verifies the statements runs signed with an
+// ed25519 and an ECDSA P-256 key, computes the key id the envelope names,
+// and rejects the envelope once its payload is changed. It counts among
+// the real-client tests: without the package it skips, and under
+// METAHARNESS_REQUIRE_REAL_CLIENTS=1 (CI) it fails.
+func TestSecuresystemslibVerifiesRunStatements(t *testing.T) {
+	vendortest.Record(t)
+	python := securesystemslibPython(t)
+	script, err := filepath.Abs(filepath.Join("..", "..", "provenance", "testdata", "verify_securesystemslib.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p256, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		scheme string
+		priv   crypto.Signer
+	}{{provenance.SchemeEd25519, ed25519Key(t)}, {provenance.SchemeECDSAP256, p256}} {
+		t.Run(c.scheme, func(t *testing.T) {
+			key, pub := writeKeyPair(t, t.TempDir(), c.priv)
+			_, st, code := statementRun(t, readScript, "--sign-key", key)
+			if code != 0 {
+				t.Fatalf("the run exited %d", code)
+			}
+			b, err := os.ReadFile(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sealed, err := provenance.Open(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keyID := sealed.Envelope.Signatures[0].KeyID
+			if sg := sealed.Statement.Predicate.Signing; sg == nil || sg.KeyID != keyID || sg.Scheme != c.scheme {
+				t.Fatalf("the predicate names the key %+v, the envelope %s", sg, keyID)
+			}
+
+			out, code := pythonVerify(t, python, script, st, pub)
+			if want := fmt.Sprintf(": signature ok: %s key %s, predicate %s, %d subjects", c.scheme, keyID, provenance.PredicateType, len(sealed.Statement.Subject)); code != 0 || !strings.Contains(out, want) {
+				t.Errorf("securesystemslib: exit %d, want 0 and %q:\n%s", code, want, out)
+			}
+
+			// The same envelope, its payload saying the run failed.
+			payload, _ := base64.StdEncoding.DecodeString(sealed.Envelope.Payload)
+			changed := bytes.Replace(payload, []byte(`"exit_code":0,`), []byte(`"exit_code":1,`), 1)
+			if bytes.Equal(changed, payload) {
+				t.Fatalf("the payload says no exit code 0:\n%s", payload)
+			}
+			env := sealed.Envelope
+			env.Payload = base64.StdEncoding.EncodeToString(changed)
+			tb, _ := json.Marshal(env)
+			tampered := filepath.Join(filepath.Dir(st), "tampered.intoto.jsonl")
+			if err := os.WriteFile(tampered, tb, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, code = pythonVerify(t, python, script, tampered, pub)
+			if want := ": signature rejected: " + c.scheme + " key " + keyID; code != 1 || !strings.Contains(out, want) {
+				t.Errorf("securesystemslib on the changed payload: exit %d, want 1 and %q:\n%s", code, want, out)
+			}
+		})
+	}
+}
+
+// securesystemslibPython is a python3 that imports securesystemslib and
+// cryptography: the one on PATH, else Debian's /usr/bin/python3, where
+// apt-get installs python3-securesystemslib (a pyenv or virtualenv
+// python3 first on PATH does not see it).
+func securesystemslibPython(t *testing.T) string {
+	t.Helper()
+	var tried []string
+	for _, name := range []string{"python3", "/usr/bin/python3"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			tried = append(tried, name+" not found")
+			continue
+		}
+		out, err := exec.Command(path, "-c", "import securesystemslib, cryptography").CombinedOutput()
+		if err == nil {
+			return path
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		tried = append(tried, path+": "+lines[len(lines)-1])
+	}
+	vendortest.Unavailable(t, "no python3 imports securesystemslib and cryptography (%s): apt-get install python3-securesystemslib python3-cryptography", strings.Join(tried, "; "))
+	return ""
+}
+
+// pythonVerify runs the script on an envelope and a public key and
+// returns its output and exit code.
+func pythonVerify(t *testing.T, python, script, envelope, pub string) (string, int) {
+	t.Helper()
+	out, err := exec.Command(python, script, envelope, pub).CombinedOutput()
+	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+		t.Fatalf("%s %s: %v", python, script, err)
+	}
+	t.Logf("securesystemslib on %s:\n%s", filepath.Base(envelope), out)
+	return string(out), exitCodeOf(err)
+}
+
+func exitCodeOf(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	return 0
 }
 
 func ed25519Key(t *testing.T) ed25519.PrivateKey {
