@@ -40,9 +40,9 @@ func (r *run) statementFiles() []recordFile {
 
 // checkStatement refuses, before anything starts, a statement the run
 // could not write or sign, and digests the caller's files the run reads
-// (the frame, the catalogue, each --context file) as the checks read
-// them: the statement states what the run read, not what lies there at
-// its end.
+// (the frame, the catalogue) as the checks read them: the statement
+// states what the run read, not what lies there at its end (each
+// --context file's digest is the one its own check took).
 func (r *run) checkStatement() error {
 	s := r.spec
 	files := r.statementFiles()
@@ -76,11 +76,6 @@ func (r *run) checkStatement() error {
 			return exit.Wrap(provenance.RefuseStatementFile, err, "digesting the %s for --statement", in.role)
 		}
 		st.inputs = append(st.inputs, sub)
-	}
-	for _, f := range r.in.context {
-		abs, _ := filepath.Abs(filepath.Join(s.Cwd, filepath.FromSlash(f.Path)))
-		st.inputs = append(st.inputs, provenance.Subject{Name: abs, Digest: map[string]string{"sha256": f.SHA256},
-			Annotations: provenance.Annotations{Role: provenance.RoleContext, Kept: true}})
 	}
 	if s.Output != OutputFinal {
 		st.stdout = sha256.New()
@@ -164,7 +159,15 @@ func (r *run) subjects() []provenance.Subject {
 	if r.in.contract != nil && r.tree.root != "" {
 		r.unkept(&out, provenance.RoleCatalogueCopy, filepath.Join(r.tree.root, "catalogue.json"))
 	}
-	return append(out, r.statement.inputs...)
+	out = append(out, r.statement.inputs...)
+	// The context files as the checks read them, which come after this
+	// statement's own check.
+	for _, f := range r.in.context {
+		abs, _ := filepath.Abs(filepath.Join(s.Cwd, filepath.FromSlash(f.Path)))
+		out = append(out, provenance.Subject{Name: abs, Digest: map[string]string{"sha256": f.SHA256},
+			Annotations: provenance.Annotations{Role: provenance.RoleContext, Kept: true}})
+	}
+	return out
 }
 
 // unkept adds the subject of a file in the scratch tree, which the run

@@ -2,11 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,12 +26,13 @@ const finalText = "FINAL-ANSWER-of-the-scripted-model"
 func TestRunClaudeTraceAndStatement(t *testing.T) {
 	token := randomToken("sk-ant-test-REAL-")
 	o := newOperator(t, token)
+	watch := &secretWatch{t: t, token: token, pid: make(chan int, 1)}
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__read_file", Input: json.RawMessage(`{"path":"hello.txt","max_bytes":null}`)}},
 		{Text: finalText},
-	}})
+	}}, scripted.OnRequest(watch.look))
 	defer up.Close()
-	traceAndStatement(t, o, up, token, collector.HTTP, "mcp__metaharness__read_file")
+	traceAndStatement(t, o, up, watch, collector.HTTP, "mcp__metaharness__read_file")
 }
 
 // TestRunCodexTraceAndStatement: the same of the real Codex through
@@ -43,21 +40,23 @@ func TestRunClaudeTraceAndStatement(t *testing.T) {
 func TestRunCodexTraceAndStatement(t *testing.T) {
 	token := randomToken("sk-test-REAL-")
 	o := newCodexOperator(t, token)
+	watch := &secretWatch{t: t, token: token, pid: make(chan int, 1), placeholderVar: "METAHARNESS_LOOPBACK_KEY", homeVar: "CODEX_HOME"}
 	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "read_file", Input: json.RawMessage(`{"path":"hello.txt","max_bytes":null}`)}},
 		{Text: finalText},
-	}})
+	}}, scripted.OnRequest(watch.look))
 	defer up.Close()
-	traceAndStatement(t, o, up, token, collector.GRPC, "read_file")
+	traceAndStatement(t, o, up, watch, collector.GRPC, "read_file")
 }
 
 // traceAndStatement runs a catalogue read under a frame with
 // --otlp-endpoint, --statement and --sign-key, and checks: exit 0; every
 // span in the trace session.started names; the root, a turn, the tool
 // call with its decision, the model requests with the wire's model and
-// usage; no byte exported holds the token, the task, the file's text or
-// the model's answer; the statement verifies (0) and names the records.
-func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, protocol, tool string) {
+// usage; no byte exported holds the token, the placeholder the child held
+// (watch sees it), the task, the file's text or the model's answer; the
+// statement verifies (0), names the records and holds neither secret.
+func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, watch *secretWatch, protocol, tool string) {
 	t.Helper()
 	c, err := collector.Start(protocol)
 	if err != nil {
@@ -70,12 +69,12 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 	if err := os.WriteFile(cat, []byte(readCatalogue), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	key, pub := signingKey(t, o.home)
+	key, pub := writeKeyPair(t, o.home, ed25519Key(t))
 	out := t.TempDir()
 	st, events, att := filepath.Join(out, "run.intoto.jsonl"), filepath.Join(out, "events.jsonl"), filepath.Join(out, "attestation.json")
 	o.env = append(o.env, "OTEL_EXPORTER_OTLP_PROTOCOL="+protocol)
 	const task = "read hello.txt, TASKTEXT"
-	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+	res := o.runWatched(watch.started, nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--catalogue", cat, "--frame", o.sealFrame("file.read"), "--cwd", o.tree, "--scratch-cwd",
 		"--otlp-endpoint", c.Endpoint, "--statement", st, "--sign-key", key, "--events", events, "--attestation", att, "-p", task)
 	if res.code != 0 {
@@ -124,7 +123,7 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 			}
 		}
 	}
-	if root.Name() != "invoke_agent "+o.kind || call.Name() == "" || chats < 2 {
+	if root.Name() != "invoke_agent "+o.kind || turns < 1 || call.Name() == "" || chats < 2 {
 		t.Fatalf("root %q, call %q, %d turns, %d model requests; spans: %d", root.Name(), call.Name(), turns, chats, len(spans))
 	}
 	ra, ca := root.Attributes().AsRaw(), call.Attributes().AsRaw()
@@ -143,9 +142,14 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 	if !bytes.Contains(sent, []byte(tool)) {
 		t.Fatal("the relay saw none of the export")
 	}
-	for _, secret := range []string{token, "TASKTEXT", "FILETEXT", finalText} {
+	watch.check()
+	if watch.placeholder == "" {
+		t.Fatal("no placeholder was seen in the child to scan the export for")
+	}
+	for what, secret := range map[string]string{"the token": watch.token, "the placeholder": watch.placeholder,
+		"the task": "TASKTEXT", "the file's text": "FILETEXT", "the model's answer": finalText} {
 		if bytes.Contains(sent, []byte(secret)) {
-			t.Errorf("the export sent %q", secret)
+			t.Errorf("the export sent %s", what)
 		}
 	}
 
@@ -160,8 +164,8 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 		}
 	}
 	b, _ := os.ReadFile(st)
-	if bytes.Contains(b, []byte(token)) {
-		t.Error("the statement holds the token")
+	if bytes.Contains(b, []byte(watch.token)) || bytes.Contains(b, []byte(watch.placeholder)) {
+		t.Error("the statement holds the token or the placeholder")
 	}
 	var doc struct {
 		Telemetry *record.Telemetry `json:"telemetry"`
@@ -170,23 +174,4 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, token, pr
 	if err := json.Unmarshal(ab, &doc); err != nil || doc.Telemetry == nil || doc.Telemetry.TraceID != traceID || doc.Telemetry.Error != "" {
 		t.Errorf("the attestation's telemetry: %+v (%v)", doc.Telemetry, err)
 	}
-}
-
-// signingKey writes an ed25519 key pair into dir: the private key 0600.
-func signingKey(t *testing.T, dir string) (key, pub string) {
-	t.Helper()
-	pk, sk, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalPKCS8PrivateKey(sk)
-	pder, _ := x509.MarshalPKIXPublicKey(pk)
-	key, pub = filepath.Join(dir, "sign.pem"), filepath.Join(dir, "sign.pub")
-	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pder}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return key, pub
 }

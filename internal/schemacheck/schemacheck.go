@@ -1,7 +1,8 @@
 // Package schemacheck holds the lines tests write to the schemas metaharness
 // publishes (schemas/event.schema.json and schemas/command.schema.json, as
 // record generates them; record's drift test holds the checked-in files to
-// the same bytes). A test binary calls Install once, from an init of a test
+// the same bytes), and a run's statement to schemas/run-statement.schema.json
+// (Statement). A test binary calls Install once, from an init of a test
 // file: from then on every line record.EncodeEvent or EncodeCommand renders
 // in that process (each line any record.Writer writes) is validated, so a
 // field whose Go type and schema disagree fails the tests that write it.
@@ -11,6 +12,8 @@ package schemacheck
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/metaharness/metaharness/internal/jsonscan"
+	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -127,4 +131,49 @@ func Install(onFail func(line []byte, err error)) {
 			onFail(line, err)
 		}
 	})
+}
+
+// statementSchema is schemas/run-statement.schema.json, as provenance
+// generates it (its drift test holds the checked-in file to the same bytes).
+var statementSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	raw, err := provenance.Schema()
+	if err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(record.SchemaBase+provenance.SchemaFile, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(record.SchemaBase + provenance.SchemaFile)
+})
+
+// Statement validates the statement in a DSSE envelope, as run --statement
+// writes it, against its published schema.
+func Statement(envelope []byte) error {
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(envelope, &env); err != nil {
+		return fmt.Errorf("the envelope is not JSON: %w", err)
+	}
+	payload, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return fmt.Errorf("the envelope's payload is not base64: %w", err)
+	}
+	s, err := statementSchema()
+	if err != nil {
+		return err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err != nil {
+		return fmt.Errorf("the payload is not JSON: %w", err)
+	}
+	if err := s.Validate(doc); err != nil {
+		return fmt.Errorf("the statement does not match schemas/%s: %w", provenance.SchemaFile, err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -50,5 +51,35 @@ func TestInstall(t *testing.T) {
 	}
 	if len(failed) != 1 || !strings.Contains(string(failed[0]), `"maybe"`) {
 		t.Errorf("onFail heard %q", failed)
+	}
+}
+
+// TestStatement: a sealed statement passes; one whose subject has a role
+// the schema does not name, or an envelope with no statement, does not.
+func TestStatement(t *testing.T) {
+	st := provenance.Statement{
+		Subject:   []provenance.Subject{provenance.UnkeptSubject(provenance.RoleEvents, "stdout:events", strings.Repeat("ab", 32))},
+		Predicate: provenance.Predicate{Run: "claude-0123456789ab", Kind: "claude", Metaharness: "dev"},
+	}
+	good, err := provenance.Seal(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Statement(good); err != nil {
+		t.Errorf("a sealed statement: %v", err)
+	}
+	st.Subject[0].Annotations.Role = "notes"
+	bad, err := provenance.Seal(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for env, says := range map[string]string{
+		string(bad):                  "does not match schemas/run-statement.schema.json",
+		`{"payload":"bm90IGpzb24="}`: "the payload is not JSON",
+		`{"payload":"%%"}`:           "not base64",
+	} {
+		if err := Statement([]byte(env)); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%.80s: %v, want %q", env, err, says)
+		}
 	}
 }

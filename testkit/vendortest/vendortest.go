@@ -8,7 +8,10 @@
 // RequireLoopbackOnly) first. Without the tools or the namespace the test
 // skips with the reason, unless METAHARNESS_REQUIRE_REAL_CLIENTS=1 (set under
 // CI), where it fails. Run such tests with `scripts/loopback-only go test …`.
-// Each such test records whether it ran (Record), for make test's summary.
+// Each such test records whether it ran (Record), for make test's summary;
+// so does a test that checks our output with another real implementation
+// outside Go (Python's securesystemslib), skipping or failing through
+// Unavailable the same way.
 package vendortest
 
 import (
