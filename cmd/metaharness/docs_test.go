@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,6 +87,39 @@ func TestDocsPointInside(t *testing.T) {
 				t.Errorf("%s:%d: %q names a document outside the repository: say what the reader needs here, or link a file of the clone", name, i+1, m)
 			}
 		}
+	}
+}
+
+// TestEmbeddingShowsTheExamples: each Command docs/embedding.md shows in a
+// json block is the shipped example of its kind (examples/auto-harness),
+// byte for byte, and the doc names the daemon commit the host-daemon tests
+// follow (daemonCommit), so that neither drifts from what is tested.
+func TestEmbeddingShowsTheExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	if !strings.Contains(doc, "`"+daemonCommit+"`") {
+		t.Errorf("docs/embedding.md does not name the daemon commit %s the host-daemon tests follow", daemonCommit)
+	}
+	shown := 0
+	for _, m := range regexp.MustCompile("(?ms)^```json\n(.*?)^```$").FindAllStringSubmatch(doc, -1) {
+		var c autoHarnessCommand
+		if json.Unmarshal([]byte(m[1]), &c) != nil || len(c.Argv) < 3 {
+			continue // not a Command
+		}
+		shown++
+		example := filepath.Join(examplesDir, "auto-harness", "mh-"+c.Argv[2]+".command.json")
+		want, err := os.ReadFile(example)
+		if err != nil {
+			t.Errorf("docs/embedding.md shows a Command for %q, which has no example: %v", c.Argv[2], err)
+		} else if m[1] != string(want) {
+			t.Errorf("docs/embedding.md's Command for %s differs from %s:\n%s", c.Argv[2], example, m[1])
+		}
+	}
+	if shown == 0 {
+		t.Error("docs/embedding.md shows no Command in a json block")
 	}
 }
 

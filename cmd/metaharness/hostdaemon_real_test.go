@@ -787,20 +787,36 @@ func TestHostDaemonPhraseInAnswer(t *testing.T) {
 // a file and commits it in its worktree, a linked git worktree whose git
 // directory lies in the repository's .git: the commit is in the
 // repository after the session, and the attestation's H7 row names what of
-// the repository the child could write. Codex's own sandbox writes only
-// the cwd, so its model asks for the commit to run outside it
-// (require_escalated), which the frame decides like any shell call.
+// the repository the child could write.
+//
+// Codex runs an approved command first inside its own sandbox, where the
+// repository's .git is read-only, so git cannot commit there. It runs the
+// command again outside its sandbox, on the same approval, only when the
+// command failed fast (codex's source: exited within 150 ms of its start,
+// its output naming a denial such as "Read-only file system"); the real
+// daemon's run took that path, but a test cannot make it happen on demand.
+// The codex case therefore pins the two paths it can tell apart: a plain
+// commit that fails after that window reaches the model as a failure (its
+// command ran once), and the model's require_escalated repeat runs once,
+// outside codex's sandbox, and commits. Each call is decided once, by the
+// frame.
 func TestHostDaemonCommit(t *testing.T) {
+	commit := func(name string) string {
+		return fmt.Sprintf("echo try >> %[1]s.tries && echo %[1]s > %[1]s.txt && git add %[1]s.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -qm 'committed by the agent (%[1]s)' && git log --format=%%s -1", name)
+	}
 	for _, kind := range []string{"claude", "codex"} {
 		t.Run(kind, func(t *testing.T) {
 			h := newFleetHost(t, kind)
-			commit := "echo from-the-agent > agent.txt && git add agent.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -qm 'committed by the agent' && git log --format=%s -1"
-			turns := []scripted.Turn{{ToolCall: &scripted.ToolCall{Name: "Bash", Input: mustJSON(t, map[string]string{"command": commit, "description": "commit"})}}}
+			turns := []scripted.Turn{{ToolCall: &scripted.ToolCall{Name: "Bash", Input: mustJSON(t, map[string]string{"command": commit("bash"), "description": "commit"})}}}
+			// committed: the commit that lands; failed: the one codex's
+			// sandbox stopped.
+			committed, failed, decisions := "bash", "", "frame/hook/allow"
 			if kind == "codex" {
 				turns = []scripted.Turn{
-					{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: mustJSON(t, map[string]string{"cmd": commit})}},
-					{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: mustJSON(t, map[string]string{"cmd": commit, "sandbox_permissions": "require_escalated", "justification": "git writes the repository's .git"})}},
+					{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: mustJSON(t, map[string]string{"cmd": "sleep 0.3 && " + commit("inside")})}},
+					{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: mustJSON(t, map[string]string{"cmd": commit("outside"), "sandbox_permissions": "require_escalated", "justification": "git writes the repository's .git"})}},
 				}
+				committed, failed, decisions = "outside", "inside", "frame/control_request/allow frame/control_request/allow"
 			}
 			up := modelFor(kind, scripted.Script{Turns: append(turns, scripted.Turn{Text: "COMMITTED"})})
 			defer up.Close()
@@ -808,12 +824,32 @@ func TestHostDaemonCommit(t *testing.T) {
 			if daemonStatus(code, out) != "completed" || vendorLines(t, kind, out) != "COMMITTED" {
 				t.Errorf("exit %d, output %q", code, out)
 			}
-			cmd := exec.Command("git", "-C", h.repo, "log", "--all", "--format=%s")
-			log, err := cmd.Output()
-			if err != nil || !strings.Contains(string(log), "committed by the agent") {
-				t.Errorf("the repository's log %q (%v) lacks the agent's commit", log, err)
+			log, err := exec.Command("git", "-C", h.repo, "log", "--all", "--format=%s").Output()
+			if err != nil {
+				t.Fatalf("the repository's log: %v", err)
+			}
+			for name, want := range map[string]bool{committed: true, failed: false} {
+				if name != "" && strings.Contains(string(log), "committed by the agent ("+name+")") != want {
+					t.Errorf("the repository's log %q: the %s commit there is %v, want %v", log, name, !want, want)
+				}
 			}
 			dir := h.last()
+			res := &runResult{events: h.events(dir)}
+			if got := res.decisions(); got != decisions {
+				t.Errorf("decisions %q, want %q: one per call", got, decisions)
+			}
+			for _, ev := range res.find("tool.result") {
+				r := ev.(*record.ToolResult)
+				failedHere := r.ExitCode != nil && *r.ExitCode != 0 && strings.Contains(string(r.Content), "Read-only file system")
+				if (r.IsError != nil && *r.IsError) != failedHere || failedHere != (kind == "codex" && r.CallID == "call_0001") {
+					t.Errorf("call %s: exit %v, is_error %v, %s", r.CallID, r.ExitCode, r.IsError, r.Content)
+				}
+			}
+			for _, name := range []string{committed, failed} {
+				if b, _ := os.ReadFile(filepath.Join(h.wt, name+".tries")); name != "" && string(b) != "try\n" {
+					t.Errorf("the %s call's command ran %d times, want once", name, strings.Count(string(b), "try"))
+				}
+			}
 			b := h.read(filepath.Join(dir, "metaharness-attestation.json"))
 			if !strings.Contains(string(b), "; git: the worktree's .git names ") {
 				t.Error("the attestation does not say what of the repository the child could write")
