@@ -9,7 +9,6 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance/scripted"
-	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
@@ -172,30 +171,38 @@ func TestRunClaudeCleanRunMatchesTheWire(t *testing.T) {
 
 // TestRunClaudeTaskMentionIsText: an @path in the task reaches the model as
 // text, not as a file read no seam sees (CLAUDE_CODE_DISABLE_FILE_MENTIONS),
-// and the attestation names the mention.
+// and the attestation names the mention, whatever decides the calls.
 func TestRunClaudeTaskMentionIsText(t *testing.T) {
-	o := newOperator(t, randomToken("sk-ant-test-REAL-"))
-	up := scripted.NewAnthropicServer(scripted.Texts("seen"))
-	defer up.Close()
-	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
-		"--decisions", string(frame.ModeObserve), "-p", "summarize @/etc/os-release please")
-	if res.code != 0 {
-		t.Errorf("exit %d\n%s", res.code, res.stderr)
-	}
-	reqs := up.Requests()
-	if len(reqs) == 0 {
-		t.Fatal("the model was never asked")
-	}
-	body := string(reqs[0].Body)
-	if strings.Contains(body, "Called the Read tool") || strings.Contains(body, "PRETTY_NAME") {
-		t.Error("Claude Code read the mentioned file into the task")
-	}
-	if !strings.Contains(body, "summarize @/etc/os-release please") {
-		t.Error("the task did not reach the model verbatim")
-	}
-	started := res.find("session.started")
-	if len(started) != 1 || !strings.Contains(strings.Join(started[0].(*record.SessionStarted).Hermetic.AmbientInputs, "\n"), "the task mentions @/etc/os-release") {
-		t.Errorf("the attestation does not name the mention: %+v", started)
+	for _, mode := range []string{"observe", "frame", "ask"} {
+		t.Run(mode, func(t *testing.T) {
+			o := newOperator(t, randomToken("sk-ant-test-REAL-"))
+			up := scripted.NewAnthropicServer(scripted.Texts("seen"))
+			defer up.Close()
+			args := []string{"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+				"--decisions", mode, "--hermetic", "strict", "-p", "summarize @/etc/os-release please"}
+			if mode == "frame" {
+				args = append(args, "--frame", o.sealFrame("file.read"))
+			}
+			res := o.run(nil, args...)
+			if res.code != 0 {
+				t.Errorf("exit %d\n%s", res.code, res.stderr)
+			}
+			reqs := up.Requests()
+			if len(reqs) == 0 {
+				t.Fatal("the model was never asked")
+			}
+			body := string(reqs[0].Body)
+			if strings.Contains(body, "Called the Read tool") || strings.Contains(body, "PRETTY_NAME") {
+				t.Error("Claude Code read the mentioned file into the task")
+			}
+			if !strings.Contains(body, "summarize @/etc/os-release please") {
+				t.Error("the task did not reach the model verbatim")
+			}
+			started := res.find("session.started")
+			if len(started) != 1 || !strings.Contains(strings.Join(started[0].(*record.SessionStarted).Hermetic.AmbientInputs, "\n"), "the task mentions @/etc/os-release") {
+				t.Errorf("the attestation does not name the mention: %+v", started)
+			}
+		})
 	}
 }
 

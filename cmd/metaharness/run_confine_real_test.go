@@ -425,3 +425,77 @@ func TestRunClaudeCommandSandbox(t *testing.T) {
 		t.Errorf("the vendor ended %+v, want exit 0", p)
 	}
 }
+
+// TestRunClaudeReachesNoOtherRun: the agent of one run goes for what
+// another live run of the same user keeps in the runtime directory (its
+// tree, with the token file its caller gave it) and for the caller's next
+// run (a claude planted in the caller's ~/.local/bin): the runtime
+// directory shows it its own tree alone, the other tree and token are not
+// there, and the caller's HOME cannot be written. The other run's tree
+// is marked as metaharness's and held locked, as a live run holds its own,
+// so the run must leave it where it is.
+func TestRunClaudeReachesNoOtherRun(t *testing.T) {
+	o := newOperator(t, randomToken("sk-ant-test-REAL-"))
+	runtime := filepath.Join(t.TempDir(), "runtime")
+	sibling := filepath.Join(runtime, "mh-sibling")
+	if err := os.MkdirAll(sibling, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(runtime, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := randomToken("sk-ant-test-OTHER-RUN-")
+	for name, content := range map[string]string{".metaharness-scratch": "", "token": other} {
+		if err := os.WriteFile(filepath.Join(sibling, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lock, err := os.OpenFile(filepath.Join(sibling, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	o.env = append(o.env, "METAHARNESS_RUNTIME_DIR="+runtime)
+	planted := filepath.Join(o.home, ".local", "bin", "claude")
+	before, err := os.Readlink(planted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attack := fmt.Sprintf(`cat %[1]s/mh-sibling/token && echo READ-SIBLING-ok || echo READ-SIBLING-failed
+echo "RUNTIME: $(ls -A %[1]s | tr '\n' ' ')"
+{ printf '#!/bin/sh\necho planted\n' > %[2]s; } 2>/dev/null && echo PLANT-ok || echo PLANT-failed`, runtime, planted)
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: mustJSON(t, map[string]string{"command": attack})}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--decisions", "frame", "--frame", o.sealFrame("shell"), "--cwd", o.tree, "-p", "go")
+	if res.code != 0 {
+		t.Errorf("exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	results := modelSaw(up)
+	if len(results) == 0 {
+		t.Fatal("the model saw no tool result")
+	}
+	out := results[0]
+	t.Logf("the attack's output:\n%s", out)
+	if strings.Contains(out, other) || !strings.Contains(out, "READ-SIBLING-failed") {
+		t.Error("the agent read the other run's token")
+	}
+	if !regexp.MustCompile(`RUNTIME: mh-[0-9]+ \n`).MatchString(out) {
+		t.Error("the runtime directory shows the agent more than its own run's tree")
+	}
+	if !strings.Contains(out, "PLANT-failed") {
+		t.Error("the agent wrote the caller's ~/.local/bin")
+	}
+	if now, err := os.Readlink(planted); err != nil || now != before {
+		t.Errorf("the caller's claude is now %q (%v), was the link %q", now, err, before)
+	}
+	if _, err := os.Stat(filepath.Join(sibling, "token")); err != nil {
+		t.Errorf("the run removed a live run's tree: %v", err)
+	}
+}
