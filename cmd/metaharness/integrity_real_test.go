@@ -144,13 +144,15 @@ func TestRunClaudeRecordIntegrity(t *testing.T) {
 
 // TestRunClaudeCleanRunMatchesTheWire: a normal run (a read the frame
 // admits, a write it denies, a final text) raises no false alarm: H13 is
-// ok and the audit too.
+// ok and the audit too. The model gives relative paths, which Claude
+// Code's hook shows made absolute and its stream-json line as given: one
+// request all the same, decided by the frame on its own terms.
 func TestRunClaudeCleanRunMatchesTheWire(t *testing.T) {
 	o := newOperator(t, randomToken("sk-ant-test-REAL-"))
 	o.write("notes.md", "the release is on Friday\n")
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":"notes.md"}`)}},
-		{ToolCall: &scripted.ToolCall{Name: "Edit", Input: json.RawMessage(`{"file_path":"notes.md","old_string":"Friday","new_string":"Monday"}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "Edit", Input: json.RawMessage(`{"file_path":"./sub/../notes.md","old_string":"Friday","new_string":"Monday"}`)}},
 		{Text: "The release is on Friday."},
 	}})
 	defer up.Close()
@@ -160,9 +162,15 @@ func TestRunClaudeCleanRunMatchesTheWire(t *testing.T) {
 		t.Errorf("exit %d, want 0 with H13 ok:\n%s", res.code, res.stderr)
 	}
 	for _, ev := range res.find("warning") {
-		if w := ev.(*record.Warning); strings.Contains(w.Code, "WIRE") || w.Code == attest.CallNotDecided {
+		if w := ev.(*record.Warning); strings.Contains(w.Code, "WIRE") || w.Code == attest.CallNotDecided || w.Code == "REQUEST_MUTATED" {
 			t.Errorf("a false alarm: %s %s", w.Code, w.Message)
 		}
+	}
+	if got := res.decisions(); got != "frame/hook/allow frame/hook/deny" {
+		t.Errorf("decisions %q, want the frame's allow of the Read and deny of the Edit", got)
+	}
+	if results := modelSaw(up); len(results) != 2 || !strings.Contains(results[0], "Friday") || !strings.Contains(results[1], "the frame admits file.read") {
+		t.Errorf("the model saw %q, want the file and the frame's reason", results)
 	}
 	if end := res.find("session.ended"); len(end) != 1 || end[0].(*record.SessionEnded).FinalAnswer == nil || end[0].(*record.SessionEnded).FinalAnswer.Text != "The release is on Friday." {
 		t.Errorf("the final answer is not the model's: %+v", end)
