@@ -116,7 +116,7 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 // scratchCheck says where the runs' scratch trees go, and reclaims the
 // trees dead runs left there, as a run does before making its own.
 func scratchCheck(getenv func(string) string) Check {
-	dir, err := runtimeDir(map[string]string{"TMPDIR": getenv("TMPDIR"), envRuntimeDir: getenv(envRuntimeDir)})
+	dir, err := runtimeDir(map[string]string{envRuntimeDir: getenv(envRuntimeDir)})
 	if err != nil {
 		return Check{Fail, "scratch", exit.Line(err)}
 	}

@@ -30,13 +30,16 @@ const (
 	// RefuseCWDHoldsLaunch: the child may write --cwd, and it holds what a
 	// later run starts (the vendor binary, a directory on the child's PATH,
 	// metaharness itself or its cache).
-	RefuseCWDHoldsLaunch      exit.Name = "cwd-holds-launch"
-	RefuseHideNotAbsolute     exit.Name = "hide-not-absolute"
-	RefuseDecisionsUnverified exit.Name = "decisions-unverified"
-	RefuseAttestationFile     exit.Name = "attestation-file"
-	RefuseRetainDir           exit.Name = "retain-dir"
-	RefuseEventsFile          exit.Name = "events-file"
-	RefuseRecordsDir          exit.Name = "records-dir"
+	RefuseCWDHoldsLaunch exit.Name = "cwd-holds-launch"
+	// RefuseRecordInWritableTree: a place the run writes a record to lies
+	// in a tree the child may write (--cwd), so the agent could replace it.
+	RefuseRecordInWritableTree exit.Name = "record-in-writable-tree"
+	RefuseHideNotAbsolute      exit.Name = "hide-not-absolute"
+	RefuseDecisionsUnverified  exit.Name = "decisions-unverified"
+	RefuseAttestationFile      exit.Name = "attestation-file"
+	RefuseRetainDir            exit.Name = "retain-dir"
+	RefuseEventsFile           exit.Name = "events-file"
+	RefuseRecordsDir           exit.Name = "records-dir"
 	// A fleet's per-session places (EnvSummaryFile, EnvArtifactsDir).
 	RefuseSummaryFile    exit.Name = "summary-file"
 	RefuseArtifactsDir   exit.Name = "artifacts-dir"

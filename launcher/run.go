@@ -93,6 +93,9 @@ type run struct {
 // wind-up (run_session.go, run_windup.go). A phase's error is a refusal,
 // exit 2, where the run stands.
 func (r *run) start(ctx context.Context) (exit.Code, error) {
+	if err := checkRecordPlaces(r.spec); err != nil {
+		return exit.Refused, err
+	}
 	if err := r.makeRunRecords(); err != nil {
 		return exit.Refused, err
 	}

@@ -68,9 +68,13 @@ func (r *run) newServices(plan *Plan) (*services, error) {
 }
 
 // serveDecisions opens the decision channel, where the programs the child
-// starts (a hook, the catalogue server) ask before a call runs. The
-// returned func stops it and waits for the answers in flight.
+// starts (a hook, the catalogue server) ask before a call runs, when the
+// plan starts any. The returned func stops it and waits for the answers
+// in flight.
 func (r *run) serveDecisions(svc *services) (func(), error) {
+	if !svc.plan.DecisionChannel {
+		return func() {}, nil
+	}
 	answer := svc.Decide
 	if a, ok := svc.sess.(Answerer); ok {
 		answer = a.Answer

@@ -127,7 +127,10 @@ func (r *run) observe(ctx context.Context, w *World) error {
 // caller's next run (its --version probe, doctor, the spawn) executes
 // outside any confinement. The vendor binary, each directory on the
 // child's PATH, metaharness itself and its cache count, each through its
-// links.
+// links; and each absolute directory on the caller's own PATH, whose
+// programs the caller (and the auditor, which inherits that PATH) runs
+// next. A relative PATH entry names whatever directory the caller stands
+// in, planted or not, and is not judged.
 func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
 	if r.spec.Cwd == "" {
 		return nil
@@ -138,8 +141,9 @@ func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
 	}
 	launched := []string{binary, r.io.Self, cacheBase(r.io.Env)}
 	launched = append(launched, filepath.SplitList(childPath)...)
+	launched = append(launched, filepath.SplitList(r.io.Env["PATH"])...)
 	for _, p := range launched {
-		if p == "" {
+		if !filepath.IsAbs(p) {
 			continue
 		}
 		held := []string{filepath.Clean(p)} // a path not there yet is one the child could make
@@ -148,7 +152,7 @@ func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
 		}
 		for _, q := range held {
 			if q == cwd || strings.HasPrefix(q, strings.TrimSuffix(cwd, "/")+"/") {
-				return exit.Refuse(RefuseCWDHoldsLaunch, "--cwd %s: the child may write there, and it holds %s, which a later run starts (the vendor binary, a directory on the child's PATH, metaharness itself or its cache), so the child could plant a program that runs outside any confinement; name a tree that holds none of them", r.spec.Cwd, q)
+				return exit.Refuse(RefuseCWDHoldsLaunch, "--cwd %s: the child may write there, and it holds %s, which a later run or you start (the vendor binary, a directory on the child's PATH or on yours, metaharness itself or its cache), so the child could plant a program that runs outside any confinement; name a tree that holds none of them", r.spec.Cwd, q)
 			}
 		}
 	}

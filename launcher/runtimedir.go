@@ -16,13 +16,19 @@ import (
 
 // Every run's scratch tree lives in one per-user runtime directory, which
 // every confined child's view hides whole (its own tree bound back), so
-// that no run's child can read another run's files or write into its tree,
-// wherever TMPDIR points: $METAHARNESS_RUNTIME_DIR when set, else
-// metaharness-<uid> in TMPDIR (resolved to an absolute path without
-// symbolic links, so that the mount view names what the kernel sees).
+// that no run's child can read another run's files or write into its tree:
+// $METAHARNESS_RUNTIME_DIR when set, else /tmp/metaharness-<uid>. It does
+// not follow TMPDIR: runs started with different TMPDIRs would keep their
+// trees apart, and each child's view would hide only its own run's
+// directory. It is resolved to a path without symbolic links, so that the
+// mount view names what the kernel sees.
 
-// envRuntimeDir names the runtime directory instead of TMPDIR's.
+// envRuntimeDir names the runtime directory instead of the default.
 const envRuntimeDir = "METAHARNESS_RUNTIME_DIR"
+
+// defaultRuntimeBase holds the default runtime directory: the same for
+// every run of a user, whatever its environment.
+const defaultRuntimeBase = "/tmp"
 
 // scratchPrefix begins every scratch tree's name; scratchMark is the file
 // that says a tree is metaharness's own, and scratchLock the one a live
@@ -39,44 +45,37 @@ const (
 func runtimeDir(env map[string]string) (string, error) {
 	dir, from := env[envRuntimeDir], "$"+envRuntimeDir
 	if dir == "" {
-		tmp, err := resolvedTempDir(env)
-		if err != nil {
-			return "", err
+		base := defaultRuntimeBase
+		if real, err := filepath.EvalSymlinks(base); err == nil {
+			base = real
 		}
-		dir, from = filepath.Join(tmp, fmt.Sprintf("metaharness-%d", os.Geteuid())), "TMPDIR"
+		dir, from = filepath.Join(base, fmt.Sprintf("metaharness-%d", os.Geteuid())), "the default"
 	}
 	if !filepath.IsAbs(dir) {
 		return "", exit.Refuse(RefuseScratchUnavailable, "%s %s is not an absolute path; name the runtime directory absolutely", from, dir)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s (from %s) cannot be created; set TMPDIR or %s to a writable directory", dir, from, envRuntimeDir)
+		return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s (%s) cannot be created; set %s to a writable directory, the same for every run of yours", dir, from, envRuntimeDir)
 	}
-	fi, err := os.Lstat(dir)
+	// A directory the caller names may be reached through a link; the
+	// default's own name, in a directory every user may write, may not be
+	// one: another user could have planted it.
+	real := dir
+	if from != "the default" {
+		var err error
+		if real, err = filepath.EvalSymlinks(dir); err != nil {
+			return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s", dir)
+		}
+	}
+	fi, err := os.Lstat(real)
 	if err != nil {
 		return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s", dir)
 	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !fi.IsDir() || !ok || int(st.Uid) != os.Geteuid() || fi.Mode().Perm()&0o077 != 0 {
-		return "", exit.Refuse(RefuseScratchUnavailable, "the runtime directory %s (from %s) is not a 0700 directory of this user's, so other users could reach the runs' scratch trees; remove it, or set %s to a directory of your own", dir, from, envRuntimeDir)
+		return "", exit.Refuse(RefuseScratchUnavailable, "the runtime directory %s (%s) is not a 0700 directory of this user's, so other users could reach the runs' scratch trees; remove it, or set %s to a directory of your own", dir, from, envRuntimeDir)
 	}
-	return dir, nil
-}
-
-// resolvedTempDir is TMPDIR (or /tmp) as an absolute path with no symbolic
-// link on it.
-func resolvedTempDir(env map[string]string) (string, error) {
-	tmp := env["TMPDIR"]
-	if tmp == "" {
-		tmp = "/tmp"
-	}
-	abs, err := filepath.Abs(tmp)
-	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
-	}
-	if err != nil {
-		return "", exit.Wrap(RefuseScratchUnavailable, err, "TMPDIR %s cannot be resolved; set TMPDIR to an existing directory", tmp)
-	}
-	return abs, nil
+	return real, nil
 }
 
 // scratch is one run's tree, marked as metaharness's own and locked for
@@ -91,7 +90,7 @@ type scratch struct {
 func newScratch(dir string) (*scratch, error) {
 	root, err := os.MkdirTemp(dir, scratchPrefix)
 	if err != nil {
-		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created in %s; set TMPDIR or %s to a writable directory", dir, envRuntimeDir)
+		return nil, exit.Wrap(RefuseScratchUnavailable, err, "the scratch tree cannot be created in %s; set %s to a writable directory", dir, envRuntimeDir)
 	}
 	s := &scratch{root: root}
 	// Locked before it is marked: a marked tree is always a locked one

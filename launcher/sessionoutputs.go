@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -282,4 +283,48 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// checkRecordPlaces refuses a record placed where the child may write
+// (--cwd): the agent could replace the file before, while or after the run
+// writes it, and an embedder would read the agent's words as the run's.
+// A directory of records is refused as well when the tree lies inside it.
+// Paths are compared resolved, so that a link cannot hide the overlap.
+func checkRecordPlaces(s *Spec) error {
+	if s.Cwd == "" {
+		return nil
+	}
+	cwd := realOf(s.Cwd)
+	files := []recordFile{{"--events", s.Events}, {"--attestation", s.AttestationFile}, {"--statement", s.Statement}, {"$" + EnvSummaryFile, s.SummaryFile}}
+	dirs := []recordFile{{"--records-dir", s.RecordsDir}, {"$" + EnvArtifactsDir, s.ArtifactsDir}, {"--retain-dir", s.RetainDir}}
+	for _, f := range append(files, dirs...) {
+		if f.path == "" {
+			continue
+		}
+		p := realOf(f.path)
+		isDir := slices.Contains(dirs, f)
+		if within(p, cwd) || isDir && within(cwd, p) {
+			return exit.Refuse(RefuseRecordInWritableTree, "%s %s lies in --cwd %s, which the child may write, so the agent could replace the record; name a place outside that tree (beside it, say)", f.from, f.path, s.Cwd)
+		}
+	}
+	return nil
+}
+
+// realOf is p made absolute with every link on the part of it that exists
+// resolved: a record file that is not there yet is judged by its directory.
+func realOf(p string) string {
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return filepath.Clean(p)
+	}
+	var rest []string
+	for dir := p; ; dir = filepath.Dir(dir) {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...)
+		}
+		if dir == filepath.Dir(dir) {
+			return p
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
 }

@@ -195,6 +195,11 @@ type Plan struct {
 	// Confinement is how the child is confined (launcher.Confinement), nil
 	// when it is not.
 	Confinement *confine.Spec `json:"confinement"`
+	// DecisionChannel: the launch hands the child a program that asks the
+	// run's decision channel (World.DecisionSocket: a hook, the catalogue
+	// server). Without it the run opens no channel, so nothing in the
+	// child's tree has a socket to put a forged request to.
+	DecisionChannel bool `json:"decision_channel,omitempty"`
 }
 
 // File is one scratch file the plan writes before the spawn.

@@ -171,7 +171,7 @@ func TestExampleSidecars(t *testing.T) {
 // actionlint (the Go tool in go.mod), and its session step's command lines,
 // run as Actions runs a bash step, with the real Claude Code against the
 // scripted model in place of the secret's API, leave exactly the records
-// the upload step collects: the answer, the event stream ending in
+// the upload step collects, outside the checkout the agent may write: the answer, the event stream ending in
 // stream.closed, and the attestation.
 func TestExampleCIWorkflow(t *testing.T) {
 	path := filepath.Join(examplesDir, "ci", "governed-session.yml")
@@ -233,11 +233,16 @@ func TestExampleCIWorkflow(t *testing.T) {
 		t.Fatalf("MODEL_ENDPOINT %q", env["MODEL_ENDPOINT"])
 	}
 	env["MODEL_ENDPOINT"] = up.URL() // the one value this host changes
+	runnerTemp := t.TempDir()        // Actions sets RUNNER_TEMP, outside the checkout
+	env["RUNNER_TEMP"] = runnerTemp
 	script := run.Exec.(*actionlint.ExecRun).Run.Value
 	runStep(t, o, script, env)
 
 	upload := step("Upload the records").Exec.(*actionlint.ExecAction)
-	dir := filepath.Join(o.tree, strings.TrimSpace(upload.Inputs["path"].Value.Value))
+	dir := strings.Replace(strings.TrimSpace(upload.Inputs["path"].Value.Value), "${{ runner.temp }}", runnerTemp, 1)
+	if !filepath.IsAbs(dir) {
+		t.Fatalf("the upload path %s is not in the runner's temporary directory, where the run keeps its records", dir)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)

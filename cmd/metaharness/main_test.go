@@ -41,7 +41,13 @@ func TestScripts(t *testing.T) {
 			// The scripts see none of the caller's secrets or logging.
 			env.Setenv("METAHARNESS_LOG", "")
 			env.Setenv("HOME", env.WorkDir+"/home")
+			// $REC is a place for a run's records outside $WORK, which
+			// a run given --cwd $WORK may not write its records into.
+			env.Setenv("REC", env.WorkDir+"-rec")
 			schemaFailures(env)
+			if err := os.MkdirAll(env.WorkDir+"-rec", 0o755); err != nil {
+				return err
+			}
 			return os.MkdirAll(env.WorkDir+"/home", 0o755)
 		},
 	})

@@ -533,16 +533,19 @@ func TestRunCodexObserve(t *testing.T) {
 // TestRunCodexCommandSandbox: the real Codex runs every command with the
 // login shell the view's /etc/passwd names, the command sandbox's script:
 // a command inside Codex's own sandbox does ordinary work, and one approved
-// to run outside it (require_escalated) cannot write Codex's stdout, open
-// its memory or environment, or SIGKILL it; the run ends as the model
-// ended it.
+// to run outside it (require_escalated) finds no decision socket, cannot
+// write Codex's stdout, open its memory or environment, ptrace it or take
+// its descriptors, or SIGKILL it; the run ends as the model ended it.
 func TestRunCodexCommandSandbox(t *testing.T) {
 	token := randomToken("sk-test-REAL-")
 	o := newCodexOperator(t, token)
 	o.write("notes.md", "notes\n")
 	o.git("init", "-q")
 	inside := `ls | grep -c notes; (sleep 0.1; echo WORK-BACKGROUND) & wait; git rev-parse --is-inside-work-tree >/dev/null && echo WORK-GIT; grep '^root:' /etc/passwd`
-	escalated, _ := json.Marshal(map[string]string{"cmd": "echo PARENT $(tr '\\0' ' ' < /proc/$PPID/cmdline)\n" + recordAttack,
+	// The run opens no decision channel for codex (no program of its child
+	// asks one), so its scratch tree holds no socket to forge a request to.
+	sockets := `echo "SOCKETS-$(find "$(dirname "$CODEX_HOME")" -type s 2>/dev/null | wc -l)"` + "\n"
+	escalated, _ := json.Marshal(map[string]string{"cmd": "echo PARENT $(tr '\\0' ' ' < /proc/$PPID/cmdline)\n" + sockets + recordAttack,
 		"sandbox_permissions": "require_escalated", "justification": "the test asks"})
 	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":` + strconvQuote(inside) + `}`)}},
@@ -569,7 +572,9 @@ func TestRunCodexCommandSandbox(t *testing.T) {
 	}
 	for i, wants := range [][]string{
 		{"1\n", "WORK-BACKGROUND", "WORK-GIT", "/bash\n"},
-		{"ATTACK-WRITE-failed", "ATTACK-MEM-failed", "ATTACK-ENVIRON-failed", "ATTACK-KILL-failed", "1 WORK-PIPE", "WORK-BACKGROUND", "WORK-GIT"},
+		{"SOCKETS-0\n", "ATTACK-WRITE-failed", "ATTACK-PAIR-failed", "ATTACK-MEM-failed", "ATTACK-ENVIRON-failed",
+			"ATTACK-PTRACE-failed-EPERM", "ATTACK-VMWRITE-failed-EPERM", "ATTACK-PIDFD-GETFD-failed", "ATTACK-KILL-failed",
+			"1 WORK-PIPE", "WORK-BACKGROUND", "WORK-GIT"},
 	} {
 		for _, want := range wants {
 			if !strings.Contains(results[i], want) {

@@ -216,6 +216,8 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		Attestation: claim.Attestation(),
 		MCPServers:  []string{},
 		Confinement: conf,
+		// The before-call hook asks, under frame and ask.
+		DecisionChannel: decides(spec),
 	}, nil
 }
 

@@ -218,6 +218,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 
 		StandInCredential: standIn,
 		Confinement:       conf,
+		DecisionChannel:   true, // the PreToolUse hook, and mcp-serve when given
 	}, nil
 }
 

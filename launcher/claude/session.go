@@ -20,12 +20,14 @@ import (
 // (Answer), and shown to the engine as observations when the record names
 // them.
 func (Kind) NewSession(_ *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
-	return &session{run: run, owned: len(plan.MCPServers) > 0}
+	return &session{run: run, owned: len(plan.MCPServers) > 0, cwd: plan.Dir, home: envOf(plan, "HOME")}
 }
 
 type session struct {
 	run   launcher.Services
 	owned bool // the plan gave the child the owned surface's server
+	// cwd and home resolve a line's paths the way the hook shows them.
+	cwd, home string
 }
 
 var _ launcher.Answerer = (*session)(nil)
@@ -63,7 +65,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 				if it.At != "" {
 					at = &it.At
 				}
-				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: ev.Input, Seam: ev.Seam, At: at})
+				eng.Observe(frame.Call{CallID: ev.CallID, Name: ev.Name, Input: hookForm(ev.Name, ev.Input, s.cwd, s.home), Seam: ev.Seam, At: at})
 			case *record.ToolResult:
 				eng.Settle(ev.CallID) // the call first, if no seam presented it
 				s.run.Emit(it.At, ev)

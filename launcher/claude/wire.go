@@ -146,6 +146,47 @@ func resolvePath(p, cwd, home string) string {
 	return clean
 }
 
+// hookForm is a stream-json line's native tool input as the PreToolUse
+// hook shows the same call (the hook-only rewrites: path fields made
+// absolute, Read's meaningless paging dropped), so that the record's call
+// and its presentation at the hook are one request, not a mutated one.
+// An MCP tool's input, and anything that is not an object, is returned
+// as it was.
+func hookForm(tool string, input json.RawMessage, cwd, home string) json.RawMessage {
+	if strings.HasPrefix(tool, "mcp__") {
+		return input
+	}
+	v, err := launcher.DecodeJSON(orNull(input))
+	m, ok := v.(map[string]any)
+	if err != nil || !ok {
+		return input
+	}
+	changed := false
+	for _, k := range pathKeys {
+		if p, ok := m[k].(string); ok {
+			if r := resolvePath(p, cwd, home); r != p {
+				m[k], changed = r, true
+			}
+		}
+	}
+	if tool == "Read" {
+		for k, x := range m {
+			if droppedPaging(k, x) {
+				delete(m, k)
+				changed = true
+			}
+		}
+	}
+	if !changed {
+		return input
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return out
+}
+
 // droppedPaging: the hook leaves out a Read offset below 0 and a limit of
 // 0 or less.
 func droppedPaging(key string, v any) bool {

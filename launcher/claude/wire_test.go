@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/metaharness/metaharness/frame"
 )
 
 // TestMatchInput holds the comparison to what Claude Code 2.1.328 was seen
@@ -39,6 +41,30 @@ func TestMatchInput(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s %s → %s (place %d): %v, want ok %t", c.tool, c.wire, c.shown, c.place, err, c.ok)
 		}
+	}
+}
+
+// TestHookForm: a stream-json line's input, put in the hook's form, is
+// the same request (RequestDigest) as the hook's tool_input for the same
+// wire call, so the record's call and its presentation are not taken for
+// a mutation; an MCP tool's line is left as it was.
+func TestHookForm(t *testing.T) {
+	const cwd, home = "/work/tree", "/scratch/home"
+	for _, c := range []struct{ tool, line, hook string }{
+		{"Read", `{"file_path":"notes.txt"}`, `{"file_path":"/work/tree/notes.txt"}`},
+		{"Edit", `{"replace_all":false,"file_path":"./sub/../notes.md","old_string":"a","new_string":"b"}`, `{"file_path":"/work/tree/notes.md","old_string":"a","new_string":"b","replace_all":false}`},
+		{"Read", `{"file_path":"~/x","offset":-1,"limit":0}`, `{"file_path":"/scratch/home/x"}`},
+		{"NotebookEdit", `{"notebook_path":" n.ipynb ","new_source":"x"}`, `{"notebook_path":"/work/tree/n.ipynb","new_source":"x"}`},
+		{"Bash", `{"command":"ls","timeout":10000}`, `{"command":"ls","timeout":10000}`},
+		{"mcp__metaharness__read_file", `{"path":"notes.txt"}`, `{"path":"notes.txt"}`},
+	} {
+		got := hookForm(c.tool, json.RawMessage(c.line), cwd, home)
+		if frame.RequestDigest("c1", c.tool, got) != frame.RequestDigest("c1", c.tool, json.RawMessage(c.hook)) {
+			t.Errorf("%s %s → %s, want the hook's %s", c.tool, c.line, got, c.hook)
+		}
+	}
+	if got := hookForm("Read", json.RawMessage(`not json`), cwd, home); string(got) != "not json" {
+		t.Errorf("an unreadable input became %s", got)
 	}
 }
 
