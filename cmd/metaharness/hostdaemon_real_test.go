@@ -386,15 +386,38 @@ func (h *fleetHost) events(dir string) []*record.EventLine {
 	return out
 }
 
-// checkClosed: a run's stream ends with stream.closed and no scratch tree
-// is left in the host's TMPDIR.
+// checkClosed: a run's stream ends with stream.closed and no dead run's
+// scratch tree is left in the runtime directory.
 func (h *fleetHost) checkClosed(dir string) {
 	h.t.Helper()
 	lastIsStreamClosed(h.t, &runResult{events: h.events(dir)})
-	left, _ := filepath.Glob(filepath.Join(h.tmp, "metaharness-*", "mh-*"))
-	if len(left) > 0 {
-		h.t.Errorf("scratch trees left in TMPDIR: %v", left)
+	if left := deadScratchTrees(h.t); len(left) > 0 {
+		h.t.Errorf("scratch trees of ended runs left in the runtime directory: %v", left)
 	}
+}
+
+// deadScratchTrees are the trees in the default runtime directory
+// (/tmp/metaharness-<uid>) that are marked as metaharness's and whose lock
+// no live run holds: what a run that ended left behind. Other tests' live
+// runs hold theirs, so they do not count.
+func deadScratchTrees(t *testing.T) []string {
+	t.Helper()
+	trees, _ := filepath.Glob(filepath.Join("/tmp", fmt.Sprintf("metaharness-%d", os.Geteuid()), "mh-*"))
+	var dead []string
+	for _, tree := range trees {
+		if _, err := os.Stat(filepath.Join(tree, ".metaharness-scratch")); err != nil {
+			continue // not marked yet, or being removed
+		}
+		f, err := os.Open(filepath.Join(tree, ".lock"))
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			dead = append(dead, tree)
+		}
+		f.Close()
+	}
+	return dead
 }
 
 // attestation reads a run's attestation document.
