@@ -215,7 +215,7 @@ var lineCheck atomic.Pointer[func(line []byte)]
 
 // SetLineCheck installs check, which EncodeEvent and EncodeCommand call
 // with every line they render, and returns the one it replaces; nil
-// removes it. A test binary installs internal/schemacheck's, so that every
+// removes it. A test binary installs testkit/schemacheck's, so that every
 // line any test writes is held to the published schemas; the release
 // binary installs none and pays one atomic load a line.
 func SetLineCheck(check func(line []byte)) (previous func(line []byte)) {

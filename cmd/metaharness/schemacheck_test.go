@@ -7,7 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/metaharness/metaharness/internal/schemacheck"
+	"github.com/metaharness/metaharness/testkit/schemacheck"
 )
 
 // envSchemaFailures names the file a metaharness started by a test appends

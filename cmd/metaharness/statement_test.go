@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metaharness/metaharness/internal/schemacheck"
+	"github.com/metaharness/metaharness/testkit/schemacheck"
 	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
