@@ -18,8 +18,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metaharness/metaharness/testkit/schemacheck"
 	"github.com/metaharness/metaharness/provenance"
+	"github.com/metaharness/metaharness/testkit/schemacheck"
 	"github.com/metaharness/metaharness/testkit/vendortest"
 )
 
