@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -44,6 +47,10 @@ var c3Files embed.FS
 //	{"stdin_eof":true}   stdin reaches its end: no embedder is left
 //	{"advance_ms":N}   the clock moves on
 //	{"pending":["t1",…]}   the calls awaiting a decision, in delivery order
+//	{"wire":{"call_id":…,"name":…,"input":…}}   the model made this call
+//	    on the wire (the loopback proxy read it); in a vector with
+//	    "wire": true, a seam's presentation is a decision request, held
+//	    to these calls (launcher.RequestCheck) before the engine sees it
 //
 // The scripted kind resolves a tool named for an operation ("shell",
 // "file.write", …) to that operation, "mcp__S__T" to mcp.call(S/T) and
@@ -56,8 +63,11 @@ type C3Vector struct {
 	Frame           json.RawMessage   `json:"frame,omitempty"`
 	VendorTimeoutMS uint64            `json:"vendor_timeout_ms,omitempty"`
 	Refuses         map[string]string `json:"refuses,omitempty"`
-	Script          []json.RawMessage `json:"script"`
-	Expect          C3Outputs         `json:"expect"`
+	// Wire: the model's traffic passes the proxy, so every presentation
+	// at a seam is first held to the calls the model made ("wire" steps).
+	Wire   bool              `json:"wire,omitempty"`
+	Script []json.RawMessage `json:"script"`
+	Expect C3Outputs         `json:"expect"`
 }
 
 // C3Outputs is what a vector produces: the whole ordered event trace, every
@@ -195,6 +205,8 @@ type player struct {
 	engine    *frame.Engine
 	child     []json.RawMessage
 	terminals int
+	wire      map[string]loopback.Call // the model's calls, under "wire": true
+	requests  *launcher.RequestCheck
 }
 
 func newPlayer(v C3Vector) (*player, error) {
@@ -219,7 +231,28 @@ func newPlayer(v C3Vector) (*player, error) {
 		return nil, fmt.Errorf("%s: %w", v.ID, err)
 	}
 	p.engine = e
+	if v.Wire {
+		p.wire = map[string]loopback.Call{}
+		p.requests = launcher.NewRequestCheck(func(id string) (loopback.Call, bool) {
+			c, ok := p.wire[id]
+			return c, ok
+		}, matchScripted)
+	}
 	return p, nil
+}
+
+// matchScripted: the scripted kind's seams show a call as the model made
+// it, so a request is the model's call when its tool and input are.
+func matchScripted(call loopback.Call, req decide.Request) error {
+	if req.Tool != call.Name {
+		return fmt.Errorf("the wire's call is %s, not %s", call.Name, req.Tool)
+	}
+	w, errW := launcher.DecodeJSON(call.Input)
+	r, errR := launcher.DecodeJSON(req.Input)
+	if errW != nil || errR != nil || !launcher.EqualJSON(w, r, launcher.NumbersExact) {
+		return errors.New("the input differs from the wire's")
+	}
+	return nil
 }
 
 // control writes the neutral seam's control line: {"control":"interrupt"}.
@@ -269,6 +302,11 @@ type c3Step struct {
 	NoReplace bool            `json:"no_replace"`
 	Turn      uint32          `json:"turn"`
 	Stop      *string         `json:"stop_reason"`
+	Wire      *struct {
+		CallID string          `json:"call_id"`
+		Name   string          `json:"name"`
+		Input  json.RawMessage `json:"input"`
+	} `json:"wire"`
 }
 
 func (p *player) step(raw json.RawMessage) error {
@@ -277,15 +315,22 @@ func (p *player) step(raw json.RawMessage) error {
 		return err
 	}
 	actions := 0
-	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.StdinHex != nil, s.StdinEOF, s.AdvanceMS != nil, s.Pending != nil} {
+	for _, set := range []bool{s.Emit != nil, s.Stdin != nil, s.StdinHex != nil, s.StdinEOF, s.AdvanceMS != nil, s.Pending != nil, s.Wire != nil} {
 		if set {
 			actions++
 		}
 	}
 	if actions != 1 {
-		return errors.New("a step has exactly one of emit, stdin, stdin_hex, stdin_eof, advance_ms, pending")
+		return errors.New("a step has exactly one of emit, stdin, stdin_hex, stdin_eof, advance_ms, pending, wire")
 	}
 	switch {
+	case s.Wire != nil:
+		if p.wire == nil {
+			return errors.New(`a wire step needs "wire": true on the vector`)
+		}
+		c := p.wire[s.Wire.CallID]
+		p.wire[s.Wire.CallID] = loopback.Call{ID: s.Wire.CallID, Name: s.Wire.Name, Input: s.Wire.Input, Complete: true, Emitted: c.Emitted + 1}
+		return nil
 	case s.StdinEOF:
 		p.engine.StdinEnded()
 		return nil
@@ -314,9 +359,20 @@ func (p *player) step(raw json.RawMessage) error {
 	switch *s.Emit {
 	case "tool.requested":
 		c := frame.Call{CallID: s.CallID, Name: s.Name, Input: s.Input, Seam: s.Seam, At: s.At, NoReplace: s.NoReplace}
-		if s.Seam == record.SeamNone || s.Record {
+		switch {
+		case s.Seam == record.SeamNone || s.Record:
 			p.engine.Observe(c)
-		} else {
+		case p.requests != nil:
+			// A decision request, as a seam's program puts it to the run.
+			if d, w := p.requests.Verify(decide.Request{Seam: s.Seam, CallID: s.CallID, Tool: s.Name, Input: s.Input}); d != nil {
+				if err := p.w.Emit(w); err != nil {
+					return err
+				}
+				p.answer(s.CallID)(*d)
+				return nil
+			}
+			p.engine.Request(c, p.answer(s.CallID))
+		default:
 			p.engine.Request(c, p.answer(s.CallID))
 		}
 		return p.engine.Err()
@@ -352,6 +408,9 @@ func (p *player) emitVendorEvent(name string, raw json.RawMessage) error {
 	}
 	if se, ok := ev.Event.(*record.SessionEnded); ok {
 		census := p.engine.Census()
+		if p.requests != nil {
+			census.NotOnWire = p.requests.Denied() // as the run's wind-up counts them
+		}
 		se.Census = &census
 		p.terminals++
 	}

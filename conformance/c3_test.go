@@ -151,6 +151,9 @@ func formatC3Vector(v C3Vector) []byte {
 	if len(v.Refuses) > 0 {
 		b.WriteString("  \"refuses\": " + str(v.Refuses) + ",\n")
 	}
+	if v.Wire {
+		b.WriteString("  \"wire\": true,\n")
+	}
 	if len(v.Frame) > 0 {
 		b.WriteString("  \"frame\": " + str(v.Frame) + ",\n")
 	}

@@ -54,44 +54,40 @@ func (v *WireView) Responses() []loopback.Response {
 	return v.w.Responses()
 }
 
-// wireCheck is the run's side of the check.
-type wireCheck struct {
-	view    *WireView // nil: the wire is not seen
-	matcher WireMatcher
-	plan    *Plan
+// RequestCheck holds decision requests to the calls the model made: a
+// request is answered only for a call the wire shows, at most once for
+// each time the model made it, and as the vendor shows that call (match;
+// nil takes any input). Anything else is denied at once and counted apart
+// from the decisions. The run's wire check builds one on the proxy's
+// view; the C3 vectors build one on a scripted wire.
+type RequestCheck struct {
+	calls func(id string) (loopback.Call, bool)
+	match func(loopback.Call, decide.Request) error
 
-	mu        sync.Mutex
-	decided   map[string]int  // call id → decision requests answered
-	refused   map[string]bool // call id → the vendor's error result (a call it refused itself)
-	notOnWire uint64          // decision requests denied
-	mismatch  bool            // something was reported
+	mu      sync.Mutex
+	decided map[string]int // call id → requests answered
+	denied  uint64
 }
 
-func newWireCheck(p *loopback.Proxy, k Kind, plan *Plan) *wireCheck {
-	c := &wireCheck{plan: plan, decided: map[string]int{}, refused: map[string]bool{}}
-	if p != nil && p.Wire() != nil {
-		c.view = &WireView{p.Wire()}
-		c.matcher, _ = k.(WireMatcher)
-	}
-	return c
+// NewRequestCheck is a check of requests against calls, which looks a
+// call up by its id on the wire.
+func NewRequestCheck(calls func(id string) (loopback.Call, bool), match func(loopback.Call, decide.Request) error) *RequestCheck {
+	return &RequestCheck{calls: calls, match: match, decided: map[string]int{}}
 }
 
-// verify answers nil for a request the wire holds, else a deny and the
+// Verify answers nil for a request the wire holds, else a deny and the
 // warning that records it (not a decision: it is counted apart).
-func (c *wireCheck) verify(req decide.Request) (*record.Decision, *record.Warning) {
-	if c.view == nil {
-		return nil, nil
-	}
+func (c *RequestCheck) Verify(req decide.Request) (*record.Decision, *record.Warning) {
 	why := ""
-	call, ok := c.view.Call(req.CallID)
+	call, ok := c.calls(req.CallID)
 	c.mu.Lock()
 	switch {
 	case !ok:
 		why = "the model made no call " + req.CallID + " on the wire"
 	case c.decided[req.CallID] >= call.Emitted:
 		why = fmt.Sprintf("call %s was decided already (the model made it %d time(s))", req.CallID, call.Emitted)
-	case c.matcher != nil:
-		if err := c.matcher.MatchRequest(call, req, c.plan); err != nil {
+	case c.match != nil:
+		if err := c.match(call, req); err != nil {
 			why = fmt.Sprintf("it is not the model's call %s (%s) as the wire shows it: %v", req.CallID, call.Name, err)
 		}
 	}
@@ -100,18 +96,67 @@ func (c *wireCheck) verify(req decide.Request) (*record.Decision, *record.Warnin
 		c.mu.Unlock()
 		return nil, nil
 	}
-	c.notOnWire++
-	c.mismatch = true
+	c.denied++
 	c.mu.Unlock()
 	d := record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
 	return &d, &record.Warning{Code: attest.DecisionNotOnWire, Message: fmt.Sprintf("a decision request at the %s seam for %s (%s) was denied at once: %s", req.Seam, req.CallID, req.Tool, why)}
 }
 
-// requestsDenied counts the decision requests verify denied.
-func (c *wireCheck) requestsDenied() uint64 {
+// Decided counts the requests answered for call id.
+func (c *RequestCheck) Decided(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.notOnWire
+	return c.decided[id]
+}
+
+// Denied counts the requests Verify denied.
+func (c *RequestCheck) Denied() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.denied
+}
+
+// wireCheck is the run's side of the check.
+type wireCheck struct {
+	view     *WireView     // nil: the wire is not seen
+	requests *RequestCheck // nil with view
+
+	mu       sync.Mutex
+	refused  map[string]bool // call id → the vendor's error result (a call it refused itself)
+	mismatch bool            // something was reported
+}
+
+func newWireCheck(p *loopback.Proxy, k Kind, plan *Plan) *wireCheck {
+	c := &wireCheck{refused: map[string]bool{}}
+	if p != nil && p.Wire() != nil {
+		c.view = &WireView{p.Wire()}
+		var match func(loopback.Call, decide.Request) error
+		if m, ok := k.(WireMatcher); ok {
+			match = func(call loopback.Call, req decide.Request) error { return m.MatchRequest(call, req, plan) }
+		}
+		c.requests = NewRequestCheck(c.view.Call, match)
+	}
+	return c
+}
+
+// verify is the request check, where the wire is seen.
+func (c *wireCheck) verify(req decide.Request) (*record.Decision, *record.Warning) {
+	if c.requests == nil {
+		return nil, nil
+	}
+	d, w := c.requests.Verify(req)
+	if w != nil {
+		c.noteMismatch()
+	}
+	return d, w
+}
+
+// requestsDenied counts the decision requests verify denied.
+func (c *wireCheck) requestsDenied() uint64 {
+	if c.requests == nil {
+		return 0
+	}
+	return c.requests.Denied()
 }
 
 // result notes a tool result the record carries: an error result for a
@@ -144,7 +189,7 @@ func (c *wireCheck) undecided() []*record.Warning {
 	for _, r := range c.view.w.Responses() {
 		for _, it := range r.Items {
 			call := it.Call
-			if call == nil || !it.Complete || c.decided[call.ID] > 0 || c.refused[call.ID] {
+			if call == nil || !it.Complete || c.requests.Decided(call.ID) > 0 || c.refused[call.ID] {
 				continue
 			}
 			out = append(out, &record.Warning{Code: attest.CallNotDecided, Message: fmt.Sprintf("the model called %s (%s) in response %s on the wire, and no seam decided it: the vendor ran it, or could have, unasked", call.ID, call.Name, r.ID)})
