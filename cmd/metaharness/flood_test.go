@@ -64,8 +64,9 @@ print("flooded")
 // most 64 MiB over the same run without the flood. A line past the bound
 // on the vendor's stdout costs what the bound costs (32 MiB held once, in
 // a buffer grown by doubling, and the collector's headroom), whatever its
-// length: a 300 MiB line peaks within 64 MiB of a 100 MiB one (the collector's timing moves it by some tens), and
-// neither past six times the bound. The run goes on: its record says what
+// length: a 300 MiB line peaks within 64 MiB of a 100 MiB one (the
+// collector's timing moves either by some tens), and neither past six
+// times the bound. The run goes on: its record says what
 // was refused or dropped and ends as the vendor ended it. The peak is the
 // run's ru_maxrss (its largest process, the stand-in's included, which is
 // small: a shell, tr and python streaming through small buffers).
