@@ -154,6 +154,14 @@ type Answerer interface {
 	Answer(ctx context.Context, req decide.Request) record.Decision
 }
 
+// RecordChecker is a session that holds decision requests to its child's
+// own record where no wire is seen (b10x): census.not_on_record counts the
+// requests it denied before any decision, as not_on_wire counts the wire
+// check's.
+type RecordChecker interface {
+	RequestsNotOnRecord() uint64
+}
+
 // Pipes are the child's ends a session drives.
 type Pipes struct {
 	// Stdin is the child's stdin when the plan asked for a pipe
