@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/metaharness/metaharness/attest"
@@ -68,6 +69,10 @@ type Descriptor struct {
 	// VersionFromProbe: the kind's record names no vendor version, so
 	// session.started carries what its --version said (H1 reads it).
 	VersionFromProbe bool
+	// StopSignal is the signal the vendor answers by ending its session
+	// with a terminal record of its own (the b10x loop's SIGINT), sent to
+	// its process group first whenever the run stops it; 0 for none.
+	StopSignal syscall.Signal
 }
 
 // Runner is a kind whose run loop is built. `run NAME` on a kind that is

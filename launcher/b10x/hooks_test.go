@@ -324,28 +324,29 @@ func TestACallersHooksFileTheLoopCannotReadIsRefused(t *testing.T) {
 }
 
 // TestInterruptAndHaltDenyTheCallWaitingAtTheHook: the loop takes no
-// control line, so both stop its process group, and the call waiting at the
-// hook is denied first (its hook answers, and nothing ran).
+// control line, so both stop it with SIGINT, its own stop, after the call
+// waiting at the hook is denied: the hook's block reaches the loop (the
+// model reads it), nothing ran, and the loop ends with its own cancelled
+// stop between calls.
 func TestInterruptAndHaltDenyTheCallWaitingAtTheHook(t *testing.T) {
 	// A model that never answers after its call: the loop is stopped, it
 	// does not end by itself.
 	script := b10xstandin.Config{Calls: []b10xstandin.Call{writePwned}, Publish: []string{"file_write"}, Hang: true}
-	for cmd, reason := range map[string]string{"interrupt": record.ReasonError, "halt": record.ReasonSteerHalt} {
+	for cmd := range stopReasons {
 		o, ws := hookedRun(t, script, frame.ModeAsk, false, nil, func(string) []string { return []string{command("c1", cmd, "")} })
-		if o.code != exit.Unknown {
-			t.Errorf("%s: exit %d, %v", cmd, o.code, o.err)
-		}
-		if d := o.decided(t, "call_2"); d.Decision.Decision != record.Deny || d.DecidedBy != frame.ByAdapter {
+		stoppedByItsOwnStop(t, cmd, o)
+		d := o.decided(t, "call_2")
+		if d.Decision.Decision != record.Deny || d.DecidedBy != frame.ByAdapter {
 			t.Errorf("%s: %+v", cmd, d)
 		}
-		if res := o.find(t, "command.result").(*record.CommandResult); res.ID != "c1" || res.Outcome.Result != "ok" {
-			t.Errorf("%s: command.result %+v", cmd, res)
-		}
-		if c := o.lines[len(o.lines)-1].Event.(*record.StreamClosed); c.Reason != reason || c.Process == nil || c.Process.Kind != "signaled" {
-			t.Errorf("%s: stream.closed %+v", cmd, c)
+		if len(o.seen.Results) != 1 || o.seen.Results[0].Text != "`file_write` was blocked by a hook: "+d.Decision.Reason {
+			t.Errorf("%s: the model read %+v", cmd, o.seen.Results)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
 			t.Errorf("%s: the write ran", cmd)
+		}
+		if len(o.hookCodes()) > 0 {
+			t.Errorf("%s: warnings %v", cmd, o.warnings())
 		}
 	}
 }

@@ -33,7 +33,8 @@ var defaultTools = []string{"file_read", "dir_list", "search", "find"}
 // it names no published tool, else put to the before-call hooks, run when
 // they let it, its outcome put to the after-call hooks; then the model
 // answers with what it read, and the run ends unless a stop hook sends it
-// back to work (at most three times).
+// back to work (at most three times). SIGINT cancels between calls: each
+// call not yet run is recorded and refused, and the run stops cancelled.
 func (r *runner) playCalls(h *hooks, published []string) int {
 	model := r.a.get("model")
 	r.print(Line(turnStarted{"turn-started", 1}))
@@ -42,6 +43,15 @@ func (r *runner) playCalls(h *hooks, published []string) int {
 	}
 	r.print(Line(usage{"usage", model, 42, 8, 7, nil}))
 	for i, c := range r.cfg.Calls {
+		if r.cancelled() {
+			for _, rest := range r.cfg.Calls[i:] {
+				r.print(Line(toolRequested{"tool-requested", rest.CallID, rest.Name, rest.Arguments, "", nil}))
+				r.seen.Results = append(r.seen.Results, Result{CallID: rest.CallID, Failed: true, Text: "the run was cancelled before this call ran"})
+				r.print(Line(toolCompleted{"tool-completed", rest.CallID, true}))
+			}
+			r.writeSeen()
+			return r.cancel(1)
+		}
 		r.print(Line(toolRequested{"tool-requested", c.CallID, c.Name, c.Arguments, "", nil}))
 		if i == 0 {
 			r.forge(h)
@@ -51,6 +61,9 @@ func (r *runner) playCalls(h *hooks, published []string) int {
 		r.print(Line(toolCompleted{"tool-completed", c.CallID, res.Failed}))
 	}
 	r.writeSeen()
+	if r.cancelled() {
+		return r.cancel(1)
+	}
 	if r.cfg.Hang {
 		return r.hang()
 	}

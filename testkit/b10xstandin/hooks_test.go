@@ -1,11 +1,14 @@
 package b10xstandin
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -232,5 +235,64 @@ func TestAHooksFileTheLoopCannotReadIsRefused(t *testing.T) {
 		if r.code != 1 || !strings.HasPrefix(r.stdout, `{"kind":"refused","reason":"the hooks file `+"`"+p+"`: ") || !strings.Contains(r.stdout, c.says) {
 			t.Errorf("%s: exit %d\n%s", c.doc, r.code, r.stdout)
 		}
+	}
+}
+
+// TestSIGINTCancelsBetweenCalls: the loop reads a cancel between calls, so
+// the call whose hook is running finishes, and each call after it is
+// recorded, refused and never asked about.
+func TestSIGINTCancelsBetweenCalls(t *testing.T) {
+	dir := t.TempDir()
+	started, proceed := filepath.Join(dir, "started"), filepath.Join(dir, "proceed")
+	hooksFile := filepath.Join(dir, "hooks.json")
+	b, _ := json.Marshal(map[string]any{"version": 1, "hooks": []map[string]any{before("touch " + started + "; while [ ! -e " + proceed + " ]; do sleep 0.02; done")}})
+	if err := os.WriteFile(hooksFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := json.Marshal(readAndWrite)
+	prog, err := Install(dir, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prog, run("--hooks", hooksFile)...)
+	cmd.Env, cmd.Dir = []string{"PATH=/usr/bin:/bin"}, dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// To the loop alone: its hook is not the one told to stop here.
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(100 * time.Millisecond)
+	if err := os.WriteFile(proceed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var seen Seen
+	sb, _ := os.ReadFile(filepath.Join(dir, "b10x-harness.seen.json"))
+	_ = json.Unmarshal(sb, &seen)
+	tail := `{"kind":"hook-ran","point":"before-call","call_id":"call_1","decision":{"kind":"proceed"}}
+{"kind":"tool-completed","call_id":"call_1","failed":false}
+{"kind":"tool-requested","call_id":"call_2","name":"file_write","arguments":{"path":"pwned","text":"x"}}
+{"kind":"tool-completed","call_id":"call_2","failed":true}
+{"kind":"finished","stop":{"kind":"cancelled","reason":"the caller cancelled"},"turns":1}
+`
+	if cmd.ProcessState.ExitCode() != 2 || !strings.HasSuffix(out.String(), tail) {
+		t.Errorf("exit %d\n%s", cmd.ProcessState.ExitCode(), out.String())
+	}
+	if len(seen.Results) != 2 || seen.Results[0].Failed || seen.Results[1].Text != "the run was cancelled before this call ran" {
+		t.Errorf("the model read %+v", seen.Results)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("a call after the cancel ran")
 	}
 }

@@ -194,6 +194,10 @@ type runner struct {
 	seenPath string
 	stdout   io.Writer
 	stderr   io.Writer
+	// interrupts delivers SIGINT, which the loop answers by cancelling
+	// the run between calls and between turns (interrupted, once read).
+	interrupts  chan os.Signal
+	interrupted bool
 }
 
 func (r *runner) print(line []byte) {
@@ -213,6 +217,8 @@ func (r *runner) refuse(reason string) int {
 
 func (r *runner) run() int {
 	a := r.a
+	r.interrupts = make(chan os.Signal, 1)
+	signal.Notify(r.interrupts, syscall.SIGINT)
 	r.seen.Env = environ()
 	r.seen.Cwd, _ = os.Getwd()
 	if !a.has("base-url") || !a.has("model") {
@@ -348,16 +354,31 @@ func (r *runner) play() int {
 // hang waits for SIGINT, which the loop answers with a cancelled stop;
 // SIGTERM keeps its default and ends the process with no terminal record.
 func (r *runner) hang() int {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGINT)
 	select {
-	case <-c:
+	case <-r.interrupts:
 	case <-time.After(time.Minute):
 		fmt.Fprint(r.stderr, "b10x-harness stand-in: nobody stopped the hanging scenario within a minute\n")
 		return 1
 	}
+	return r.cancel(1)
+}
+
+// cancelled reports whether SIGINT has come, as the loop asks between
+// calls and between turns.
+func (r *runner) cancelled() bool {
+	select {
+	case <-r.interrupts:
+		r.interrupted = true
+	default:
+	}
+	return r.interrupted
+}
+
+// cancel ends the run as the loop ends one its caller cancelled: a
+// cancelled stop after turns turns, exit 2.
+func (r *runner) cancel(turns int) int {
 	stop := map[string]any{"kind": "cancelled", "reason": "the caller cancelled"}
-	r.print(finished{Stop: stop, Turns: 1}.line())
+	r.print(finished{Stop: stop, Turns: turns}.line())
 	fmt.Fprint(r.stderr, "the run stopped without an answer: "+debugStop(stop)+"\n")
 	return 2
 }
