@@ -100,14 +100,23 @@ type Config struct {
 	// that read the hook's command in the hooks file could; what each got
 	// is written to what the stand-in saw (Seen.Forged).
 	Forge []Call `json:"forge,omitempty"`
+	// ForgeLate, with Calls, are forged calls put to the before-call hooks
+	// right after the first call completed, its hook answered.
+	ForgeLate []Call `json:"forge_late,omitempty"`
 	// Hang, with Calls, is a model that never answers after the calls:
 	// the loop waits for SIGINT, as the hang scenario does.
 	Hang bool `json:"hang,omitempty"`
-	// Overrule, with Calls, makes the stand-in a loop that records its
-	// before-call hooks as proceeding and runs every call, whatever they
-	// answered.
-	Overrule bool `json:"overrule,omitempty"`
+	// Disobey, with Calls, makes the stand-in a loop that does not keep
+	// to its before-call hooks, one of Disobediences.
+	Disobey string `json:"disobey,omitempty"`
 }
+
+// Disobediences are the ways a loop may not keep to its before-call hooks
+// (Config.Disobey): overrule asks them, records each answer as proceed
+// and runs every call; run-blocked asks them, records what they answered
+// and runs every call anyway; ignore never asks them and records no
+// hook-ran; pretend never asks them and records each as proceed.
+var Disobediences = []string{"overrule", "run-blocked", "ignore", "pretend"}
 
 // Seen is what the stand-in was started with, written for tests.
 type Seen struct {
@@ -556,6 +565,9 @@ func loadConfig(path string) (Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Disobey != "" && !slices.Contains(Disobediences, c.Disobey) {
+		return c, fmt.Errorf("%s: no disobedience %q; the stand-in knows %s", path, c.Disobey, strings.Join(Disobediences, ", "))
 	}
 	return c, nil
 }
