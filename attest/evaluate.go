@@ -115,16 +115,19 @@ var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, Wir
 // The warning codes of the hook check (H8), on a kind whose calls
 // metaharness decides at the vendor's own hook and whose record it holds
 // those decisions to (b10x, whose wire nothing sees): a decision request
-// for a call the vendor's record does not show, a call the vendor ran
-// without the hook's answer, and one it ran though the hook denied it.
+// for a call the vendor's record does not show (or shows, and was
+// answered already), a call the vendor ran without the hook's answer, one
+// it ran though the hook denied it, and a call's one answer taken by a
+// request the record shows was not the vendor's hook.
 const (
 	DecisionNotOnRecord = "DECISION_NOT_ON_RECORD"
 	HookSkipped         = "HOOK_SKIPPED"
 	HookOverruled       = "HOOK_OVERRULED"
+	DecisionForged      = "DECISION_FORGED"
 )
 
 // hookCodes are the codes H8 fails on.
-var hookCodes = []string{DecisionNotOnRecord, HookSkipped, HookOverruled}
+var hookCodes = []string{DecisionNotOnRecord, HookSkipped, HookOverruled, DecisionForged}
 
 // EgressRefused is the warning code the launcher writes for each egress
 // attempt the loopback proxy's gate refused; its message names the method
@@ -197,8 +200,9 @@ type scanned struct {
 	wire      *record.Warning
 	// H8: the first warning of the hook check.
 	hook *record.Warning
-	// requestsNotOnWire counts the DecisionNotOnWire warnings.
-	requestsNotOnWire int
+	// requestsNotOnWire and requestsNotOnRecord count the
+	// DecisionNotOnWire and DecisionNotOnRecord warnings.
+	requestsNotOnWire, requestsNotOnRecord int
 }
 
 func scan(lines []*record.EventLine) scanned {
@@ -233,6 +237,9 @@ func scan(lines []*record.EventLine) scanned {
 			case slices.Contains(hookCodes, ev.Code):
 				if s.hook == nil {
 					s.hook = ev
+				}
+				if ev.Code == DecisionNotOnRecord {
+					s.requestsNotOnRecord++
 				}
 			case slices.Contains(wireCodes, ev.Code):
 				if s.wire == nil {
@@ -292,6 +299,7 @@ func census(s scanned) (record.Census, string) {
 		c.ByDecider[d.DecidedBy]++
 	}
 	c.NotOnWire = uint64(s.requestsNotOnWire)
+	c.NotOnRecord = uint64(s.requestsNotOnRecord)
 	return c, "tool.decided events"
 }
 

@@ -269,10 +269,14 @@ func TestCensusRecountedWithoutTerminalCensus(t *testing.T) {
 	}
 	noCensus := ended()
 	noCensus.Census = nil
+	// The requests denied before any decision are counted apart, by the
+	// warnings that recorded them.
+	notOnRecord := func() *record.Warning { return &record.Warning{Code: DecisionNotOnRecord, Message: "call c9"} }
 	e := Evaluate(stream(cleanStarted(), d("1", "allow", "frame", "hook"), d("2", "deny", "deadline", "hook"),
-		d("3", "replace", "embedder", "owned_tool"), d("4", "abstain", "adapter", "none"), noCensus), cleanLaunch())
+		d("3", "replace", "embedder", "owned_tool"), d("4", "abstain", "adapter", "none"), notOnRecord(), notOnRecord(),
+		&record.Warning{Code: DecisionNotOnWire, Message: "call c8"}, noCensus), cleanLaunch())
 	c := e.Census
-	if c.Allowed != 1 || c.Denied != 1 || c.Replaced != 1 || c.Abstained != 1 ||
+	if c.Allowed != 1 || c.Denied != 1 || c.Replaced != 1 || c.Abstained != 1 || c.NotOnRecord != 2 || c.NotOnWire != 1 ||
 		c.BySeam["hook"] != 2 || c.BySeam["owned_tool"] != 1 || c.ByDecider["deadline"] != 1 || e.CensusSource != "tool.decided events" {
 		t.Errorf("census %+v from %s", c, e.CensusSource)
 	}
@@ -307,7 +311,7 @@ func TestKilledAfterTheTerminalRecord(t *testing.T) {
 // own hook and held to its record (b10x), each finding of that check is a
 // gap on H8, the first one named; without one H8 stands as imposed.
 func TestTheHookCheckIsH8(t *testing.T) {
-	for _, code := range []string{DecisionNotOnRecord, HookSkipped, HookOverruled} {
+	for _, code := range []string{DecisionNotOnRecord, HookSkipped, HookOverruled, DecisionForged} {
 		evs := []record.Event{cleanStarted(), &record.Warning{Code: code, Message: "call c1"}, &record.Warning{Code: HookSkipped, Message: "call c2"}, ended()}
 		r := rowOf(t, Evaluate(stream(evs...), cleanLaunch()), H8)
 		if r.Verdict != Gap || r.Detail != code+": call c1" {

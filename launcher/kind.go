@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/metaharness/metaharness/attest"
@@ -73,6 +74,10 @@ type Descriptor struct {
 	// VersionFromProbe: the kind's record names no vendor version, so
 	// session.started carries what its --version said (H1 reads it).
 	VersionFromProbe bool
+	// StopSignal is the signal the vendor answers by ending its session
+	// with a terminal record of its own (the b10x loop's SIGINT), sent to
+	// its process group first whenever the run stops it; 0 for none.
+	StopSignal syscall.Signal
 }
 
 // Runner is a kind whose run loop is built. `run NAME` on a kind that is
@@ -157,6 +162,14 @@ type Preflighter interface {
 // decided by Services.Decide.
 type Answerer interface {
 	Answer(ctx context.Context, req decide.Request) record.Decision
+}
+
+// RecordChecker is a session that holds decision requests to its child's
+// own record where no wire is seen (b10x): census.not_on_record counts the
+// requests it denied before any decision, as not_on_wire counts the wire
+// check's.
+type RecordChecker interface {
+	RequestsNotOnRecord() uint64
 }
 
 // Pipes are the child's ends a session drives.

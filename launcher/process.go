@@ -18,9 +18,14 @@ import (
 )
 
 // killGrace is how long a child's process group gets between SIGTERM and
-// SIGKILL when the run is stopped. With the wind-up after it, a stopped run
-// returns well within the four seconds an embedder is promised.
-const killGrace = 1500 * time.Millisecond
+// SIGKILL when the run is stopped, and ownStopGrace how long it gets to
+// answer its own stop signal before SIGTERM (Descriptor.StopSignal). With
+// the wind-up after them, a stopped run returns well within the four
+// seconds an embedder is promised.
+const (
+	killGrace    = 1500 * time.Millisecond
+	ownStopGrace = time.Second
+)
 
 // stderrDrain bounds how long Wait copies the child's stderr after the
 // child has exited, should something it started still hold the pipe.
@@ -37,6 +42,9 @@ type child struct {
 	stderr *os.File      // our end of the child's stderr
 	copied chan struct{} // closed when the child's stderr is copied to its end
 	done   chan struct{}
+
+	// stopSignal is the vendor's own stop, sent before SIGTERM (0: none).
+	stopSignal syscall.Signal
 }
 
 // spawnPlan starts plan's program with exactly plan's environment, in plan's
@@ -167,22 +175,42 @@ func (c *child) drainStderr() {
 	<-c.copied
 }
 
-// Stop ends the child and everything it started: SIGTERM (to the process
+// Stop ends the child and everything it started: its own stop signal
+// first when it has one, for ownStopGrace; then SIGTERM (to the process
 // group; under a confinement to the init, which passes it to the vendor's
-// group), then SIGKILL after killGrace or when ctx ends, whichever is first.
-// It returns at once when the child has already exited.
+// group), then SIGKILL after killGrace; SIGKILL at once when ctx ends. It
+// returns at once when the child has already exited.
 func (c *child) Stop(ctx context.Context) {
-	c.signal(syscall.SIGTERM)
-	t := time.NewTimer(killGrace)
-	defer t.Stop()
-	select {
-	case <-c.done:
-	case <-t.C:
-	case <-ctx.Done():
+	for _, step := range []struct {
+		sig   syscall.Signal
+		grace time.Duration
+	}{{c.stopSignal, ownStopGrace}, {syscall.SIGTERM, killGrace}} {
+		if step.sig == 0 {
+			continue
+		}
+		c.signal(step.sig)
+		if !c.runsAfter(ctx, step.grace) {
+			break
+		}
 	}
 	// Whatever the leader did, nothing of the group may outlive the run:
 	// the init's end ends its whole PID namespace.
 	c.signal(syscall.SIGKILL)
+}
+
+// runsAfter waits up to grace for the child to exit and reports whether it
+// still runs; false too when ctx ends first.
+func (c *child) runsAfter(ctx context.Context, grace time.Duration) bool {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 func (c *child) signal(sig syscall.Signal) {

@@ -99,6 +99,7 @@ func (r *run) spawn(ctx context.Context, plan *Plan, svc *services) (*child, io.
 	if err != nil {
 		return nil, nil, exit.Wrap(RefuseSpawn, err, "the vendor could not be started")
 	}
+	c.stopSignal = r.d.StopSignal
 	svc.setChild(c)
 	if ln := c.Listener(); ln != nil {
 		if err := r.proxy.Serve(ln); err != nil {

@@ -40,6 +40,9 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	if terminal != nil {
 		census := eng.Census()
 		census.NotOnWire = svc.wire.requestsDenied()
+		if rc, ok := svc.sess.(RecordChecker); ok {
+			census.NotOnRecord = rc.RequestsNotOnRecord()
+		}
 		terminal.Census = &census
 		_ = r.out.events.Emit(terminal)
 	}

@@ -229,9 +229,13 @@ type Census struct {
 	// NotOnWire counts the decision requests denied before any decision
 	// because the model made no such call on the wire (H13): apart from
 	// the decisions above, for none of them was a call.
-	NotOnWire uint64            `json:"not_on_wire,omitempty"`
-	BySeam    map[string]uint64 `json:"by_seam"`
-	ByDecider map[string]uint64 `json:"by_decider"`
+	NotOnWire uint64 `json:"not_on_wire,omitempty"`
+	// NotOnRecord counts the decision requests denied before any decision
+	// because the vendor's own record did not show the call, or showed it
+	// answered already (the b10x loop, whose wire nothing sees).
+	NotOnRecord uint64            `json:"not_on_record,omitempty"`
+	BySeam      map[string]uint64 `json:"by_seam"`
+	ByDecider   map[string]uint64 `json:"by_decider"`
 }
 
 // StepRef names the embedder's unit of work.

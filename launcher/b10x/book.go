@@ -1,8 +1,11 @@
 package b10x
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +21,11 @@ import (
 // starts the hook, so the line is already on its way when the hook asks.
 const recordWait = 5 * time.Second
 
+// MaxArguments is the loop's bound on one call's arguments as compact JSON
+// (MAX_TOOL_ARGUMENT_BYTES): a call over it is refused before its hook,
+// and no line of the record says so but the failed completion.
+const MaxArguments = 64 << 10
+
 // book is what the loop's record says of each call, against what
 // metaharness answered at its hook (docs/b10x-hooks.md): a request is
 // answered only for a call the record shows, once per showing, with its
@@ -28,13 +36,27 @@ type book struct {
 	wake  chan struct{} // closed, and replaced, at every change
 	calls map[string]*loopCall
 	ended bool // the record has ended: nothing more will show
+	// open is the call between its tool-requested and tool-completed
+	// lines: an unpublished-tool warning there is about it.
+	open string
+	// unanswered are the gaps of calls that ended failed with nothing on
+	// the record to say why no hook answered for them, held until the
+	// record goes on: a run cancelled between calls, or past its deadline,
+	// records each call it will not run as a request and a failed
+	// completion and stops there, which excuses them.
+	unanswered []*record.Warning
 }
 
 // loopCall is one call id of the loop's record.
 type loopCall struct {
 	name, digest string
+	oversized    bool // over MaxArguments: the loop refuses it before its hook
 	shown, asked int
-	answer       *record.Decision // metaharness's last answer at the hook
+	answer       *record.Decision // metaharness's answer to the request that took the showing
+	deniedAtOnce []string         // what the hook was told for each other request, denied at once
+	refused      bool             // refused before its hook: unpublished, or the approver said no
+	hookRan      bool             // a before-call hook-ran line is on the record
+	blocked      bool             // that line blocked or failed the call
 	flagged      bool             // a gap was reported for it
 }
 
@@ -51,20 +73,27 @@ func (b *book) show(f Fact) {
 	defer b.mu.Unlock()
 	c := b.calls[f.CallID]
 	if c == nil {
-		c = &loopCall{name: f.Name, digest: frame.RequestDigest(f.CallID, f.Name, f.Arguments)}
+		var compact bytes.Buffer
+		oversized := json.Compact(&compact, f.Arguments) != nil || compact.Len() > MaxArguments
+		c = &loopCall{name: f.Name, digest: frame.RequestDigest(f.CallID, f.Name, f.Arguments), oversized: oversized}
 		b.calls[f.CallID] = c
 	}
 	c.shown++
+	b.open = f.CallID
 	b.changed()
 }
 
 // end says the record is over: a request still waiting will not be shown
-// its call.
-func (b *book) end() {
+// its call, and the calls held unanswered are gaps, for no stop excused
+// them.
+func (b *book) end() []*record.Warning {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ended = true
 	b.changed()
+	found := b.unanswered
+	b.unanswered = nil
+	return found
 }
 
 // claim takes one answer of req's call, waiting briefly for the record to
@@ -112,12 +141,37 @@ func (b *book) answered(id string, d record.Decision) {
 	}
 }
 
-// hold holds a hook-ran or tool-completed line to the answers: ours says
-// the line is a block carrying metaharness's own reason (its tool.decided
-// says it already), and found are the gaps it shows.
+// deniedAtOnce notes a request for a call the record shows that was
+// denied without a decision, with reason: should the loop's hook-ran line
+// carry it, that request was the loop's own hook.
+func (b *book) deniedAtOnce(id, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.calls[id]; c != nil {
+		c.deniedAtOnce = append(c.deniedAtOnce, hook.Said(reason))
+	}
+}
+
+// hold holds one line of the record (f, the zero Fact for a line that says
+// nothing of the calls) to the answers: ours says the line is a block
+// carrying a reason metaharness gave (its tool.decided or its
+// DECISION_NOT_ON_RECORD says it already), and found are the gaps it
+// shows.
 func (b *book) hold(f Fact) (ours bool, found []*record.Warning) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	switch f.Kind {
+	case "tool-requested", "tool-completed":
+		// Possibly the calls a stopping run refused: judged on the line
+		// after them.
+	case "finished":
+		if f.Stop != "cancelled" && f.Stop != "deadline" {
+			found = b.unanswered
+		}
+		b.unanswered = nil
+	default:
+		found, b.unanswered = b.unanswered, nil
+	}
 	c := b.calls[f.CallID]
 	var answer *record.Decision
 	if c != nil {
@@ -134,21 +188,45 @@ func (b *book) hold(f Fact) (ours bool, found []*record.Warning) {
 	}
 	admitted := answer != nil && (answer.Decision == record.Allow || answer.Decision == record.Abstain)
 	switch {
-	case f.Kind == "hook-ran" && f.Point == "before-call" && f.Decision == "proceed":
-		switch {
-		case answer == nil:
-			gap(attest.HookSkipped, fmt.Sprintf("the loop's record says its before-call hooks let call %s proceed, and metaharness's hook was never asked about it", f.CallID))
-		case !admitted:
-			gap(attest.HookOverruled, fmt.Sprintf("metaharness denied call %s at the loop's before-call hook (%s), and the loop's record says its hooks let it proceed", f.CallID, answer.Reason))
+	case f.Kind == "warning" && f.Code == "unpublished-tool":
+		if open := b.calls[b.open]; open != nil {
+			open.refused = true
 		}
-	case f.Kind == "hook-ran" && f.Point == "before-call" && f.Decision == "block":
-		ours = answer != nil && answer.Decision == record.Deny && f.Reason == hook.Said(answer.Reason)
-	case f.Kind == "tool-completed" && !f.Failed:
+	case f.Kind == "approval-resolved" && !f.Approved && c != nil:
+		c.refused = true
+	case f.Kind == "hook-ran" && f.Point == "before-call":
+		if c != nil {
+			c.hookRan = true
+			c.blocked = f.Decision != "proceed"
+		}
 		switch {
-		case answer == nil:
+		case f.Decision == "proceed" && answer == nil:
+			gap(attest.HookSkipped, fmt.Sprintf("the loop's record says its before-call hooks let call %s proceed, and metaharness's hook was never asked about it", f.CallID))
+		case f.Decision == "proceed" && !admitted:
+			gap(attest.HookOverruled, fmt.Sprintf("metaharness denied call %s at the loop's before-call hook (%s), and the loop's record says its hooks let it proceed", f.CallID, answer.Reason))
+		case f.Decision != "block" || c == nil:
+		case answer != nil && answer.Decision == record.Deny && f.Reason == hook.Said(answer.Reason):
+			ours = true
+		case slices.Contains(c.deniedAtOnce, f.Reason):
+			// The loop's hook was a request metaharness denied at once; the
+			// one that took the call's answer was not the loop's.
+			ours = true
+			if answer != nil {
+				gap(attest.DecisionForged, fmt.Sprintf("the request that took call %s's one answer (%s, its tool.decided) was not the loop's before-call hook: the loop's hook asked after it and was denied at once, as its hook-ran line shows, so the call did not run; the first request was a forgery with the call's id, name and arguments", f.CallID, answer.Decision))
+			}
+		}
+	case f.Kind == "tool-completed":
+		b.open = ""
+		switch {
+		case c != nil && answer != nil && !c.hookRan:
+			gap(attest.HookSkipped, fmt.Sprintf("metaharness answered a request for call %s (%s), and the loop's record shows no before-call hook-ran line for it: the loop did not record asking its hook, so the answer went to a request that was not its hook's", f.CallID, answer.Decision))
+		case !f.Failed && answer == nil:
 			gap(attest.HookSkipped, fmt.Sprintf("the loop ran call %s (it completed, not failed) without metaharness's before-call hook answering for it", f.CallID))
-		case !admitted:
+		case !f.Failed && !admitted:
 			gap(attest.HookOverruled, fmt.Sprintf("the loop ran call %s (it completed, not failed) though metaharness denied it at the before-call hook (%s)", f.CallID, answer.Reason))
+		case f.Failed && answer == nil && c != nil && !c.refused && !c.oversized && !c.blocked && !c.flagged:
+			c.flagged = true
+			b.unanswered = append(b.unanswered, &record.Warning{Code: attest.HookSkipped, Message: fmt.Sprintf("call %s ended failed without metaharness's before-call hook answering for it, and the loop's record shows nothing that refused it before its hook (no unpublished-tool warning, no denial by the approver, arguments within the loop's %d-byte bound, no hook-ran line, no stop right after it): a tool that fails may have done its damage first", f.CallID, MaxArguments)})
 		}
 	}
 	return ours, found

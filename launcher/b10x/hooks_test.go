@@ -119,13 +119,22 @@ func (o *outcome) decided(t *testing.T, id string) *record.ToolDecided {
 	return nil
 }
 
-// hookCodes are the hook check's warnings in o.
+// hookWarnings are the hook check's warnings in o, in order.
+func (o *outcome) hookWarnings() []*record.Warning {
+	var out []*record.Warning
+	for _, l := range o.lines {
+		if w, ok := l.Event.(*record.Warning); ok && slices.Contains([]string{attest.DecisionNotOnRecord, attest.HookSkipped, attest.HookOverruled, attest.DecisionForged}, w.Code) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// hookCodes are the codes of o's hookWarnings.
 func (o *outcome) hookCodes() []string {
 	var out []string
-	for _, l := range o.lines {
-		if w, ok := l.Event.(*record.Warning); ok && slices.Contains([]string{attest.DecisionNotOnRecord, attest.HookSkipped, attest.HookOverruled}, w.Code) {
-			out = append(out, w.Code)
-		}
+	for _, w := range o.hookWarnings() {
+		out = append(out, w.Code)
 	}
 	return out
 }
@@ -260,22 +269,108 @@ func TestTheCallersHooksRunBehindMetaharnesss(t *testing.T) {
 }
 
 func TestALoopThatSkipsOrOverrulesTheHookIsAGap(t *testing.T) {
-	// A loop that ran its call without asking any hook (the scripted golden
-	// record, whatever the hooks file says).
-	o, _ := hookedRun(t, b10xstandin.Config{}, frame.ModeFrame, true, nil, nil)
-	if got := o.hookCodes(); !slices.Equal(got, []string{attest.HookSkipped}) || !strings.Contains(o.warnings()[attest.HookSkipped], "the loop ran call call_b10x_001 (it completed, not failed) without metaharness's before-call hook answering for it") {
-		t.Errorf("codes %v, warnings %v", got, o.warnings())
+	damage := b10xstandin.Call{CallID: "call_3", Name: "run", Arguments: json.RawMessage(`{"argv":["/bin/sh","-c","echo done > harm; exit 3"]}`)}
+	for _, c := range []struct {
+		name   string
+		script b10xstandin.Config
+		codes  []string
+		says   string // the first gap's message holds it
+		ran    string // the file the disobedient loop's call wrote
+	}{
+		// A loop that ran its call without asking any hook (the scripted
+		// golden record, whatever the hooks file says).
+		{"skipped, completed", b10xstandin.Config{}, []string{attest.HookSkipped},
+			"the loop ran call call_b10x_001 (it completed, not failed) without metaharness's before-call hook answering for it", ""},
+		// One that never asked, ran a command that did its damage and
+		// failed: a failed call is no excuse unless the record shows what
+		// refused it before its hook.
+		{"skipped, failed", b10xstandin.Config{Calls: []b10xstandin.Call{damage}, Publish: []string{"run"}, Disobey: "ignore"}, []string{attest.HookSkipped},
+			"call call_3 ended failed without metaharness's before-call hook answering for it, and the loop's record shows nothing that refused it before its hook", "harm"},
+		// One that never asked, while a forgery with the call's id, name and
+		// arguments took its answer: an answer with no hook-ran line.
+		{"skipped, a forgery answered", b10xstandin.Config{Calls: []b10xstandin.Call{readNotes}, Forge: []b10xstandin.Call{readNotes}, Disobey: "ignore"}, []string{attest.HookSkipped},
+			"metaharness answered a request for call call_1 (allow), and the loop's record shows no before-call hook-ran line for it", ""},
+		// One that records its hooks as proceeding and never asked them.
+		{"pretended", withDisobedience(readAndWrite(), "pretend"), []string{attest.HookSkipped, attest.HookSkipped},
+			"the loop's record says its before-call hooks let call call_1 proceed, and metaharness's hook was never asked about it", "pwned"},
+		// One that asked, was told no, recorded proceed and ran the call.
+		{"overruled, recorded proceed", withDisobedience(readAndWrite(), "overrule"), []string{attest.HookOverruled},
+			"metaharness denied call call_2 at the loop's before-call hook (" + frameReason + "), and the loop's record says its hooks let it proceed", "pwned"},
+		// One that asked, was told no, recorded the block and ran the call.
+		{"overruled, recorded block", withDisobedience(readAndWrite(), "run-blocked"), []string{attest.HookOverruled},
+			"the loop ran call call_2 (it completed, not failed) though metaharness denied it at the before-call hook (" + frameReason + ")", "pwned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, ws := hookedRun(t, c.script, frame.ModeFrame, true, nil, nil)
+			if got := o.hookCodes(); !slices.Equal(got, c.codes) || !strings.Contains(o.hookWarnings()[0].Message, c.says) {
+				t.Fatalf("codes %v, warnings %v\n%s", got, o.warnings(), o.raw)
+			}
+			if c.ran != "" {
+				if _, err := os.Stat(filepath.Join(ws, c.ran)); err != nil {
+					t.Errorf("the disobedient loop was to have run its call: %v", err)
+				}
+			}
+			// A block carrying metaharness's reason is its tool.decided, never
+			// a hook-refused beside it.
+			if _, ok := o.warnings()["hook-refused"]; ok {
+				t.Errorf("warnings %v", o.warnings())
+			}
+		})
 	}
-	// A loop that asked, was told no, and ran the call anyway.
-	script := readAndWrite()
-	script.Overrule = true
-	o, ws := hookedRun(t, script, frame.ModeFrame, true, nil, nil)
-	if got := o.hookCodes(); !slices.Equal(got, []string{attest.HookOverruled}) ||
-		!strings.Contains(o.warnings()[attest.HookOverruled], "metaharness denied call call_2 at the loop's before-call hook ("+frameReason+"), and the loop's record says its hooks let it proceed") {
-		t.Errorf("codes %v, warnings %v", got, o.warnings())
+}
+
+func withDisobedience(c b10xstandin.Config, how string) b10xstandin.Config {
+	c.Disobey = how
+	return c
+}
+
+// TestAFailedCallIsAGapUnlessTheRecordShowsWhatRefusedIt holds scripted
+// records to the loop's order (docs/b10x-hooks.md): a call that ended
+// failed with no answer from metaharness's hook is a gap unless the record
+// shows what refused it before its hook (an unpublished-tool warning, the
+// approver's denial, arguments over the loop's bound, a hook-ran that
+// blocked or failed, or a run that stopped cancelled or past its deadline
+// right after refusing it), judged on the line after it.
+func TestAFailedCallIsAGapUnlessTheRecordShowsWhatRefusedIt(t *testing.T) {
+	requested := func(id string, args string) string {
+		return `{"kind":"tool-requested","call_id":"` + id + `","name":"file_write","arguments":` + args + `}`
 	}
-	if _, err := os.Stat(filepath.Join(ws, "pwned")); err != nil {
-		t.Errorf("the overruling loop was to have run the write: %v", err)
+	failed := func(id string) string { return `{"kind":"tool-completed","call_id":"` + id + `","failed":true}` }
+	small := `{"path":"pwned","text":"x"}`
+	big, _ := json.Marshal(map[string]string{"path": "pwned", "text": strings.Repeat("x", b10x.MaxArguments)})
+	const (
+		turn2     = `{"kind":"turn-started","turn":2}`
+		completed = `{"kind":"finished","stop":{"kind":"completed"},"turns":2}`
+		cancelled = `{"kind":"finished","stop":{"kind":"cancelled","reason":"the caller cancelled"},"turns":1}`
+		deadline  = `{"kind":"finished","stop":{"kind":"deadline","limit_ms":1000},"turns":1}`
+	)
+	for _, c := range []struct {
+		name  string
+		lines []string
+		gap   bool
+	}{
+		{"nothing refused it", []string{requested("c1", small), failed("c1"), turn2, completed}, true},
+		{"nothing refused it, and the run completed next", []string{requested("c1", small), failed("c1"), completed}, true},
+		{"nothing refused it, and the record ended", []string{requested("c1", small), failed("c1")}, true},
+		{"nothing refused it, and the run went on before it was cancelled", []string{requested("c1", small), failed("c1"), turn2, cancelled}, true},
+		{"unpublished", []string{requested("c1", small), `{"kind":"warning","code":"unpublished-tool","message":"the model called ` + "`file_write`" + `, which this run never published"}`, failed("c1"), turn2, completed}, false},
+		{"the approver said no", []string{requested("c1", small), `{"kind":"approval-required","call_id":"c1","name":"file_write"}`, `{"kind":"approval-resolved","call_id":"c1","approved":false}`, failed("c1"), turn2, completed}, false},
+		{"over the argument bound", []string{requested("c1", string(big)), failed("c1"), turn2, completed}, false},
+		{"a hook failed", []string{requested("c1", small), `{"kind":"hook-ran","point":"before-call","call_id":"c1","decision":{"kind":"failed","reason":"the hook could not start"}}`, failed("c1"), turn2, completed}, false},
+		{"cancelled between calls", []string{requested("c1", small), failed("c1"), requested("c2", small), failed("c2"), cancelled}, false},
+		{"past the deadline", []string{requested("c1", small), failed("c1"), deadline}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o, _ := hookedRun(t, b10xstandin.Config{Lines: c.lines}, frame.ModeFrame, true, nil, nil)
+			codes := o.hookCodes()
+			if c.gap != (len(codes) > 0) || (c.gap && (!slices.Equal(codes, []string{attest.HookSkipped}) ||
+				!strings.Contains(o.hookWarnings()[0].Message, "call c1 ended failed without metaharness's before-call hook answering for it"))) {
+				t.Errorf("gap %v, codes %v\n%s", c.gap, codes, o.raw)
+			}
+			if o.count("tool.decided", "c1") != 0 {
+				t.Errorf("a call the hook never presented was decided\n%s", o.raw)
+			}
+		})
 	}
 }
 
@@ -285,24 +380,65 @@ func TestARequestForACallTheRecordDoesNotShowIsDenied(t *testing.T) {
 		{CallID: "call_9", Name: "file_write", Arguments: json.RawMessage(`{"path":"pwned","text":"x"}`)},
 		{CallID: "call_1", Name: "file_read", Arguments: json.RawMessage(`{"path":"/etc/shadow"}`)},
 	}
+	// After the loop's own hook took call_1's one answer: the same id,
+	// name and arguments again.
+	script.ForgeLate = []b10xstandin.Call{readNotes}
 	o, _ := hookedRun(t, script, frame.ModeFrame, true, nil, nil)
 	if o.code != exit.OK || o.err != nil {
 		t.Fatalf("exit %d, %v\n%s", o.code, o.err, o.stderr)
 	}
-	if len(o.seen.Forged) != 2 ||
+	if len(o.seen.Forged) != 3 ||
 		!strings.HasPrefix(o.seen.Forged[0].Text, "block: metaharness denied this request, and nothing ran: the loop's record shows no call call_9") ||
-		!strings.HasPrefix(o.seen.Forged[1].Text, "block: metaharness denied this request, and nothing ran: it is not the loop's call call_1 (file_read) as its record shows it") {
+		!strings.HasPrefix(o.seen.Forged[1].Text, "block: metaharness denied this request, and nothing ran: it is not the loop's call call_1 (file_read) as its record shows it") ||
+		o.seen.Forged[2].Text != "block: metaharness denied this request, and nothing ran: call call_1 was decided already (the loop's record shows it 1 time(s))" {
 		t.Errorf("the forged calls got %+v", o.seen.Forged)
 	}
-	if got := o.hookCodes(); !slices.Equal(got, []string{attest.DecisionNotOnRecord, attest.DecisionNotOnRecord}) {
+	if got := o.hookCodes(); !slices.Equal(got, []string{attest.DecisionNotOnRecord, attest.DecisionNotOnRecord, attest.DecisionNotOnRecord}) {
 		t.Errorf("codes %v", got)
 	}
-	// The real call is still decided, once.
+	// The real call is still decided, once, and ran.
 	if d := o.decided(t, "call_1"); d.Decision.Decision != record.Allow || o.count("tool.decided", "call_1") != 1 || o.count("tool.decided", "call_9") != 0 {
 		t.Errorf("call_1 %+v\n%s", d, o.raw)
 	}
 	if o.seen.Results[0].Text != "the release is on Friday\n" {
 		t.Errorf("the model read %+v", o.seen.Results)
+	}
+	// Counted apart from the decisions, as census.not_on_wire is.
+	if end := o.find(t, "session.ended").(*record.SessionEnded); end.Census == nil || end.Census.NotOnRecord != 3 || end.Census.Allowed != 1 || end.Census.Denied != 1 {
+		t.Errorf("census %+v", end.Census)
+	}
+}
+
+// TestAForgedRequestThatComesFirstTakesTheAnswerAndTheCallFailsClosed: the
+// loop hands its hook nothing a program it did not start could not know
+// (docs/b10x-hooks.md), so a forged request with the call's own id, name
+// and arguments that comes before the loop's hook takes the call's one
+// answer. The loop's hook is then denied, so the call does not run (fail
+// closed), and the record says which request was the forgery: the loop's
+// hook-ran line carries the deny metaharness gave the second request.
+func TestAForgedRequestThatComesFirstTakesTheAnswerAndTheCallFailsClosed(t *testing.T) {
+	script := readAndWrite()
+	script.Forge = []b10xstandin.Call{readNotes}
+	o, _ := hookedRun(t, script, frame.ModeFrame, true, nil, nil)
+	if o.code != exit.OK || o.err != nil {
+		t.Fatalf("exit %d, %v\n%s", o.code, o.err, o.stderr)
+	}
+	const decidedAlready = "metaharness denied this request, and nothing ran: call call_1 was decided already (the loop's record shows it 1 time(s))"
+	if len(o.seen.Forged) != 1 || o.seen.Forged[0].Text != "proceed: " || len(o.seen.Results) != 2 ||
+		o.seen.Results[0].Text != "`file_read` was blocked by a hook: "+decidedAlready {
+		t.Errorf("the forgery got %+v, the model read %+v", o.seen.Forged, o.seen.Results)
+	}
+	if d := o.decided(t, "call_1"); d.Decision.Decision != record.Allow || o.count("tool.decided", "call_1") != 1 {
+		t.Errorf("call_1 %+v", d)
+	}
+	w := o.hookWarnings()
+	if got := o.hookCodes(); !slices.Equal(got, []string{attest.DecisionNotOnRecord, attest.DecisionForged}) ||
+		w[1].Message != "the request that took call call_1's one answer (allow, its tool.decided) was not the loop's before-call hook: the loop's hook asked after it and was denied at once, as its hook-ran line shows, so the call did not run; the first request was a forgery with the call's id, name and arguments" {
+		t.Errorf("codes %v, warnings %v", got, w)
+	}
+	// The loop's block carries metaharness's own reason: no hook-refused.
+	if _, ok := o.warnings()["hook-refused"]; ok {
+		t.Errorf("warnings %v", o.warnings())
 	}
 }
 
@@ -324,28 +460,29 @@ func TestACallersHooksFileTheLoopCannotReadIsRefused(t *testing.T) {
 }
 
 // TestInterruptAndHaltDenyTheCallWaitingAtTheHook: the loop takes no
-// control line, so both stop its process group, and the call waiting at the
-// hook is denied first (its hook answers, and nothing ran).
+// control line, so both stop it with SIGINT, its own stop, after the call
+// waiting at the hook is denied: the hook's block reaches the loop (the
+// model reads it), nothing ran, and the loop ends with its own cancelled
+// stop between calls.
 func TestInterruptAndHaltDenyTheCallWaitingAtTheHook(t *testing.T) {
 	// A model that never answers after its call: the loop is stopped, it
 	// does not end by itself.
 	script := b10xstandin.Config{Calls: []b10xstandin.Call{writePwned}, Publish: []string{"file_write"}, Hang: true}
-	for cmd, reason := range map[string]string{"interrupt": record.ReasonError, "halt": record.ReasonSteerHalt} {
+	for cmd := range stopReasons {
 		o, ws := hookedRun(t, script, frame.ModeAsk, false, nil, func(string) []string { return []string{command("c1", cmd, "")} })
-		if o.code != exit.Unknown {
-			t.Errorf("%s: exit %d, %v", cmd, o.code, o.err)
-		}
-		if d := o.decided(t, "call_2"); d.Decision.Decision != record.Deny || d.DecidedBy != frame.ByAdapter {
+		stoppedByItsOwnStop(t, cmd, o)
+		d := o.decided(t, "call_2")
+		if d.Decision.Decision != record.Deny || d.DecidedBy != frame.ByAdapter {
 			t.Errorf("%s: %+v", cmd, d)
 		}
-		if res := o.find(t, "command.result").(*record.CommandResult); res.ID != "c1" || res.Outcome.Result != "ok" {
-			t.Errorf("%s: command.result %+v", cmd, res)
-		}
-		if c := o.lines[len(o.lines)-1].Event.(*record.StreamClosed); c.Reason != reason || c.Process == nil || c.Process.Kind != "signaled" {
-			t.Errorf("%s: stream.closed %+v", cmd, c)
+		if len(o.seen.Results) != 1 || o.seen.Results[0].Text != "`file_write` was blocked by a hook: "+d.Decision.Reason {
+			t.Errorf("%s: the model read %+v", cmd, o.seen.Results)
 		}
 		if _, err := os.Stat(filepath.Join(ws, "pwned")); err == nil {
 			t.Errorf("%s: the write ran", cmd)
+		}
+		if len(o.hookCodes()) > 0 {
+			t.Errorf("%s: warnings %v", cmd, o.warnings())
 		}
 	}
 }

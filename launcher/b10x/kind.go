@@ -19,6 +19,7 @@ package b10x
 import (
 	"encoding/json"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/metaharness/metaharness/attest"
@@ -51,8 +52,8 @@ const RecordFormat = "b10x-jsonl"
 // drive against the stand-in, which runs hooks as the loop does: the call
 // tier by the before-call hook (frame, ask and observe; tool.decide answers
 // it, and a replace is refused at that seam, which takes no new input),
-// kill (interrupt and halt stop the loop's process group, which takes no
-// control line). metaharness fixes none of the loop's offered tools and
+// kill (interrupt and halt stop the loop, which takes no control line, by
+// SIGINT, its own stop, then its process group). metaharness fixes none of the loop's offered tools and
 // has no way into a turn, so those tiers are absent.
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
@@ -108,6 +109,9 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		Confined:         true,
 		Memory:           memory,
 		VersionFromProbe: true,
+		// Ctrl-C: the loop cancels between calls and writes finished
+		// {"kind":"cancelled"}, so a stopped run keeps its terminal record.
+		StopSignal: syscall.SIGINT,
 		Rules: launcher.Rules{
 			PromptOptional: true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",

@@ -55,24 +55,32 @@ type Reader struct {
 	fact     *Fact // what the last line said of one call
 }
 
-// Fact is what one line of the record says about one call: the call the
-// model made (tool-requested), what the loop's hooks decided at a point
-// (hook-ran), or how it ended (tool-completed). A session that decides the
-// loop's calls holds the record to its answers through them.
+// Fact is what one line of the record says about the calls: the call the
+// model made (tool-requested), what the loop's approver decided
+// (approval-resolved) and its hooks at a point (hook-ran), how it ended
+// (tool-completed), a warning (which, for an unpublished tool, is about
+// the call in progress), or how the run ended (finished). A session that
+// decides the loop's calls holds the record to its answers through them.
 type Fact struct {
-	Kind   string // tool-requested, hook-ran or tool-completed
+	Kind   string // tool-requested, approval-resolved, hook-ran, tool-completed, warning or finished
 	CallID string
 	// tool-requested
 	Name      string
 	Arguments json.RawMessage
+	// approval-resolved
+	Approved bool
 	// hook-ran: the point and the decision's kind and reason
 	Point, Decision, Reason string
 	// tool-completed
 	Failed bool
+	// warning
+	Code string
+	// finished: the stop's kind
+	Stop string
 }
 
-// Fact is what the line Read last mapped says of a call, when it is one
-// of the three kinds that do.
+// Fact is what the line Read last mapped says of the calls, when it is
+// one of the kinds that do.
 func (r *Reader) Fact() (Fact, bool) {
 	if r.fact == nil {
 		return Fact{}, false
@@ -213,6 +221,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		}
 		return nil
 	case "warning":
+		r.fact = &Fact{Kind: v.Kind, Code: v.Code}
 		return r.items(&record.Warning{Code: v.Code, Message: v.Message})
 	case "hook-ran":
 		if v.Decision == nil {
@@ -231,6 +240,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		if v.Approved == nil {
 			break
 		}
+		r.fact = &Fact{Kind: v.Kind, CallID: v.CallID, Approved: *v.Approved}
 		if *v.Approved {
 			return nil
 		}
@@ -242,6 +252,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 			break
 		}
 		r.terminal = r.sessionEnded(&v)
+		r.fact = &Fact{Kind: v.Kind, Stop: *r.terminal.Subtype}
 		return r.items(r.terminal)
 	case "refused":
 		if v.Reason != nil && r.refused == nil {

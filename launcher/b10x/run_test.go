@@ -345,8 +345,33 @@ func TestTheLoopsRefusedRecordIsARefusal(t *testing.T) {
 	}
 }
 
+// stopReasons are the stream.closed reasons of a loop stopped by each
+// command: it answers its SIGINT with a cancelled stop, which closes the
+// stream as killed; halt says steer-halt.
+var stopReasons = map[string]string{"interrupt": record.ReasonKilled, "halt": record.ReasonSteerHalt}
+
+// stoppedByItsOwnStop checks o is a run cmd stopped by SIGINT, which the
+// loop answered with its own terminal record: finished{cancelled}, exit 2,
+// and the run's outcome halted, exit 3.
+func stoppedByItsOwnStop(t *testing.T, cmd string, o *outcome) {
+	t.Helper()
+	if o.code != exit.Unknown || !strings.Contains(o.stderr, "metaharness: halted: the embedder's "+cmd+" ended the session before its end (child exit 2)") {
+		t.Errorf("%s: exit %d, %v\n%s", cmd, o.code, o.err, o.stderr)
+	}
+	if end := o.find(t, "session.ended").(*record.SessionEnded); deref(end.Subtype) != "cancelled" {
+		t.Errorf("%s: session.ended %+v", cmd, end)
+	}
+	if res := o.find(t, "command.result").(*record.CommandResult); res.ID != "c1" || res.Outcome.Result != "ok" {
+		t.Errorf("%s: command.result %+v", cmd, res)
+	}
+	c := o.lines[len(o.lines)-1].Event.(*record.StreamClosed)
+	if c.Reason != stopReasons[cmd] || c.Process == nil || c.Process.Kind != "exited" || c.Process.Code == nil || *c.Process.Code != 2 {
+		t.Errorf("%s: stream.closed %+v %+v", cmd, c, c.Process)
+	}
+}
+
 func TestInterruptAndHaltStopTheLoop(t *testing.T) {
-	for cmd, reason := range map[string]string{"interrupt": record.ReasonError, "halt": record.ReasonSteerHalt} {
+	for cmd := range stopReasons {
 		pr, pw := io.Pipe()
 		w := newWorld(t, b10xstandin.Config{Scenario: "hang"})
 		done := make(chan *outcome, 1)
@@ -360,16 +385,7 @@ func TestInterruptAndHaltStopTheLoop(t *testing.T) {
 		}()
 		o := <-done
 		_ = pw.Close()
-		if o.code != exit.Unknown {
-			t.Errorf("%s: exit %d, %v", cmd, o.code, o.err)
-		}
-		res := o.find(t, "command.result").(*record.CommandResult)
-		if res.ID != "c1" || res.Outcome.Result != "ok" {
-			t.Errorf("%s: command.result %+v", cmd, res)
-		}
-		if c := o.lines[len(o.lines)-1].Event.(*record.StreamClosed); c.Reason != reason || c.Process == nil || c.Process.Kind != "signaled" {
-			t.Errorf("%s: stream.closed %+v", cmd, c)
-		}
+		stoppedByItsOwnStop(t, cmd, o)
 	}
 }
 

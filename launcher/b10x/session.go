@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -32,11 +33,14 @@ type session struct {
 	// file, so every call the approver admits is decided at it.
 	hooked bool
 	book   *book
+	// notOnRecord counts the decision requests denied at once.
+	notOnRecord atomic.Uint64
 }
 
 var (
-	_ launcher.Refuser  = (*session)(nil)
-	_ launcher.Answerer = (*session)(nil)
+	_ launcher.Refuser       = (*session)(nil)
+	_ launcher.Answerer      = (*session)(nil)
+	_ launcher.RecordChecker = (*session)(nil)
 )
 
 // Drive reads stdout to its end, each line kept in the transcript before it
@@ -48,9 +52,9 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		items := s.reader.Read(line)
-		fact, isFact := s.reader.Fact()
+		fact, _ := s.reader.Fact()
 		ours, found := false, []*record.Warning(nil)
-		if s.hooked && isFact {
+		if s.hooked {
 			ours, found = s.book.hold(fact)
 		}
 		for _, it := range items {
@@ -77,14 +81,16 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 				s.run.Emit("", ev)
 			}
 		}
-		if s.hooked && isFact && fact.Kind == "tool-requested" {
+		if s.hooked && fact.Kind == "tool-requested" {
 			s.book.show(fact) // after the engine holds it, so the hook's presentation meets it
 		}
 		for _, w := range found {
 			s.run.Emit("", w)
 		}
 	}, func() { s.run.Emit("", launcher.LineTooLong("the b10x loop")) })
-	s.book.end()
+	for _, w := range s.book.end() {
+		s.run.Emit("", w)
+	}
 	for _, it := range s.reader.End() {
 		s.run.Emit("", it.Event)
 	}
@@ -108,8 +114,11 @@ func (s *session) Answer(ctx context.Context, req decide.Request) record.Decisio
 		why = s.book.claim(ctx, req)
 	}
 	if why != "" {
+		s.notOnRecord.Add(1)
 		s.run.Emit("", &record.Warning{Code: attest.DecisionNotOnRecord, Message: fmt.Sprintf("a decision request at the %s seam for %s (%s) was denied at once: %s", req.Seam, req.CallID, req.Tool, why)})
-		return record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
+		d := record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
+		s.book.deniedAtOnce(req.CallID, d.Reason)
+		return d
 	}
 	if d := s.run.Verify(req); d != nil {
 		return *d
@@ -119,8 +128,13 @@ func (s *session) Answer(ctx context.Context, req decide.Request) record.Decisio
 	return d
 }
 
+// RequestsNotOnRecord counts the decision requests Answer denied at once
+// (census.not_on_record).
+func (s *session) RequestsNotOnRecord() uint64 { return s.notOnRecord.Load() }
+
 // Control: the loop takes no control line, so interrupting or halting it is
-// stopping its process group.
+// stopping it, SIGINT first (Descriptor.StopSignal), which the loop answers
+// between calls with its own cancelled stop.
 func (s *session) Control(c record.Command) error {
 	switch c.(type) {
 	case *record.Interrupt, *record.Halt:

@@ -1,13 +1,17 @@
 package b10xstandin
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/metaharness/metaharness/launcher/b10x"
 )
 
 // Call is one tool call the scripted model makes (Config.Calls).
@@ -30,10 +34,12 @@ var defaultTools = []string{"file_read", "dir_list", "search", "find"}
 
 // playCalls is the loop running the script's calls in turn 1 as its
 // source does (H-loop run_calls, invoke): each call recorded, refused when
-// it names no published tool, else put to the before-call hooks, run when
-// they let it, its outcome put to the after-call hooks; then the model
-// answers with what it read, and the run ends unless a stop hook sends it
-// back to work (at most three times).
+// it names no published tool or its arguments are over the loop's bound,
+// else put to the before-call hooks, run when they let it, its outcome put
+// to the after-call hooks; then the model answers with what it read, and
+// the run ends unless a stop hook sends it back to work (at most three
+// times). SIGINT cancels between calls: each call not yet run is recorded
+// and refused, and the run stops cancelled.
 func (r *runner) playCalls(h *hooks, published []string) int {
 	model := r.a.get("model")
 	r.print(Line(turnStarted{"turn-started", 1}))
@@ -42,15 +48,30 @@ func (r *runner) playCalls(h *hooks, published []string) int {
 	}
 	r.print(Line(usage{"usage", model, 42, 8, 7, nil}))
 	for i, c := range r.cfg.Calls {
+		if r.cancelled() {
+			for _, rest := range r.cfg.Calls[i:] {
+				r.print(Line(toolRequested{"tool-requested", rest.CallID, rest.Name, rest.Arguments, "", nil}))
+				r.seen.Results = append(r.seen.Results, Result{CallID: rest.CallID, Failed: true, Text: "the run was cancelled before this call ran"})
+				r.print(Line(toolCompleted{"tool-completed", rest.CallID, true}))
+			}
+			r.writeSeen()
+			return r.cancel(1)
+		}
 		r.print(Line(toolRequested{"tool-requested", c.CallID, c.Name, c.Arguments, "", nil}))
 		if i == 0 {
-			r.forge(h)
+			r.forge(h, r.cfg.Forge)
 		}
 		res := r.invoke(h, c, published)
 		r.seen.Results = append(r.seen.Results, res)
 		r.print(Line(toolCompleted{"tool-completed", c.CallID, res.Failed}))
+		if i == 0 {
+			r.forge(h, r.cfg.ForgeLate)
+		}
 	}
 	r.writeSeen()
+	if r.cancelled() {
+		return r.cancel(1)
+	}
 	if r.cfg.Hang {
 		return r.hang()
 	}
@@ -97,18 +118,31 @@ func (r *runner) invoke(h *hooks, c Call, published []string) Result {
 		r.print(Line(warning{"warning", "unpublished-tool", fmt.Sprintf("the model called %s, which this run never published", name)}))
 		return refused(name + " is not one of this run's tools; call only what was published")
 	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, c.Arguments) != nil || compact.Len() > b10x.MaxArguments {
+		return refused(fmt.Sprintf("the arguments for %s are over the %d byte bound", name, b10x.MaxArguments))
+	}
 	call := map[string]any{"call_id": c.CallID, "name": c.Name, "arguments": c.Arguments}
 	if befores := h.matching("before-call", c.Name); len(befores) > 0 {
 		doc, _ := json.Marshal(map[string]any{"hook": "before-call", "call": call, "entry": c.Name, "workspace": h.workspace})
-		s := h.decide(befores, doc)
-		if r.cfg.Overrule {
-			s = spoken{kind: "proceed"}
+		var s spoken
+		switch r.cfg.Disobey {
+		case "ignore":
+		case "pretend":
+			r.print(Line(hookRan{"hook-ran", "before-call", c.CallID, hookDecision{Kind: "proceed"}}))
+		default:
+			s = h.decide(befores, doc)
+			said := s
+			if r.cfg.Disobey == "overrule" {
+				said = spoken{kind: "proceed"}
+			}
+			r.print(Line(hookRan{"hook-ran", "before-call", c.CallID, hookDecision{said.kind, said.reason}}))
 		}
-		r.print(Line(hookRan{"hook-ran", "before-call", c.CallID, hookDecision{s.kind, s.reason}}))
-		switch s.kind {
-		case "block":
+		switch {
+		case r.cfg.Disobey != "":
+		case s.kind == "block":
 			return refused(name + " was blocked by a hook: " + s.reason)
-		case "failed":
+		case s.kind == "failed":
 			return refused(name + " did not run because a hook could not check it: " + s.reason)
 		}
 	}
@@ -141,10 +175,10 @@ func (r *runner) invoke(h *hooks, c Call, published []string) Result {
 	return res
 }
 
-// forge puts the script's forged calls to the before-call hooks, as an
-// agent could, recording nothing of them on stdout.
-func (r *runner) forge(h *hooks) {
-	for _, c := range r.cfg.Forge {
+// forge puts forged calls to the before-call hooks, as an agent could,
+// recording nothing of them on stdout.
+func (r *runner) forge(h *hooks, forged []Call) {
+	for _, c := range forged {
 		call := map[string]any{"call_id": c.CallID, "name": c.Name, "arguments": c.Arguments}
 		doc, _ := json.Marshal(map[string]any{"hook": "before-call", "call": call, "entry": c.Name, "workspace": h.workspace})
 		s := h.decide(h.matching("before-call", c.Name), doc)
@@ -153,16 +187,29 @@ func (r *runner) forge(h *hooks) {
 }
 
 // perform is the stand-in's tools, beneath the workspace: file_read reads
-// a file, file_write writes one, dir_list lists a directory; the others
-// answer that they ran.
+// a file, file_write writes one, dir_list lists a directory, run runs an
+// argv there (failed when it exits other than 0); the others answer that
+// they ran.
 func perform(ws string, c Call) (string, bool) {
 	var a struct {
-		Path string `json:"path"`
-		Text string `json:"text"`
+		Path string   `json:"path"`
+		Text string   `json:"text"`
+		Argv []string `json:"argv"`
 	}
 	_ = json.Unmarshal(c.Arguments, &a)
 	p := filepath.Join(ws, filepath.FromSlash(a.Path))
 	switch c.Name {
+	case "run":
+		if len(a.Argv) == 0 {
+			return "`run` takes an `argv`, a non-empty list of strings", true
+		}
+		cmd := exec.Command(a.Argv[0], a.Argv[1:]...)
+		cmd.Dir = ws
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("%s(%v)", out, err), true
+		}
+		return string(out), false
 	case "file_read":
 		b, err := os.ReadFile(p)
 		if err != nil {

@@ -1,11 +1,14 @@
 package b10xstandin
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -232,5 +235,135 @@ func TestAHooksFileTheLoopCannotReadIsRefused(t *testing.T) {
 		if r.code != 1 || !strings.HasPrefix(r.stdout, `{"kind":"refused","reason":"the hooks file `+"`"+p+"`: ") || !strings.Contains(r.stdout, c.says) {
 			t.Errorf("%s: exit %d\n%s", c.doc, r.code, r.stdout)
 		}
+	}
+}
+
+func TestALoopThatDisobeysItsBeforeCallHooks(t *testing.T) {
+	dir := t.TempDir()
+	asked := filepath.Join(dir, "asked")
+	decl := map[string]any{"on": "before-call", "tools": []string{"file_write"}, "command": sh(`touch ` + asked + `; printf '{"reason": "no writes"}'; exit 2`)}
+	for _, c := range []struct {
+		disobey  string
+		asks     bool
+		recorded string // call_2's hook-ran line, "" for none
+	}{
+		{"overrule", true, `{"kind":"hook-ran","point":"before-call","call_id":"call_2","decision":{"kind":"proceed"}}`},
+		{"run-blocked", true, `{"kind":"hook-ran","point":"before-call","call_id":"call_2","decision":{"kind":"block","reason":"no writes"}}`},
+		{"ignore", false, ""},
+		{"pretend", false, `{"kind":"hook-ran","point":"before-call","call_id":"call_2","decision":{"kind":"proceed"}}`},
+	} {
+		t.Run(c.disobey, func(t *testing.T) {
+			_ = os.Remove(asked)
+			script := readAndWrite
+			script.Disobey = c.disobey
+			r, results, ws := hooked(t, script, []map[string]any{decl})
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if _, err := os.Stat(asked); (err == nil) != c.asks {
+				t.Errorf("the hook was asked: %v, want %v", err == nil, c.asks)
+			}
+			if got := strings.Contains(r.stdout, `"kind":"hook-ran","point":"before-call","call_id":"call_2"`); got != (c.recorded != "") || !strings.Contains(r.stdout, c.recorded) {
+				t.Errorf("records:\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stdout, `{"kind":"tool-completed","call_id":"call_2","failed":false}`) || len(results) != 2 || results[1].Text != "wrote 1 bytes to pwned" {
+				t.Errorf("the write did not run: %+v\n%s", results, r.stdout)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "pwned")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	r := standIn(t, &Config{Calls: []Call{readNotes}, Disobey: "obey-sometimes"}, nil, run()...)
+	if r.code != 1 || !strings.Contains(r.stderr, `no disobedience "obey-sometimes"; the stand-in knows overrule, run-blocked, ignore, pretend`) {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+func TestRunRunsAnArgvAndFailsOnItsStatus(t *testing.T) {
+	damage := Call{CallID: "call_3", Name: "run", Arguments: json.RawMessage(`{"argv":["/bin/sh","-c","echo done > harm; exit 3"]}`)}
+	r, results, ws := hooked(t, Config{Calls: []Call{damage}, Publish: []string{"run"}}, []map[string]any{})
+	if r.code != 0 || !strings.Contains(r.stdout, `{"kind":"tool-completed","call_id":"call_3","failed":true}`) {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if len(results) != 1 || !results[0].Failed || !strings.Contains(results[0].Text, "exit status 3") {
+		t.Errorf("the model read %+v", results)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "harm")); err != nil || string(b) != "done\n" {
+		t.Errorf("the failing run did not do its damage: %q %v", b, err)
+	}
+}
+
+func TestArgumentsOverTheLoopsBoundAreRefusedBeforeTheHooks(t *testing.T) {
+	text, _ := json.Marshal(strings.Repeat("x", 64<<10))
+	big := Call{CallID: "call_4", Name: "file_write", Arguments: json.RawMessage(`{"path":"big","text":` + string(text) + `}`)}
+	r, results, ws := hooked(t, Config{Calls: []Call{big}, Publish: []string{"file_write"}}, []map[string]any{before("exit 0")})
+	if r.code != 0 || strings.Contains(r.stdout, `"hook-ran"`) || !strings.Contains(r.stdout, `{"kind":"tool-completed","call_id":"call_4","failed":true}`) {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	if len(results) != 1 || results[0].Text != "the arguments for `file_write` are over the 65536 byte bound" {
+		t.Errorf("the model read %+v", results)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "big")); err == nil {
+		t.Error("the oversized write ran")
+	}
+}
+
+// TestSIGINTCancelsBetweenCalls: the loop reads a cancel between calls, so
+// the call whose hook is running finishes, and each call after it is
+// recorded, refused and never asked about.
+func TestSIGINTCancelsBetweenCalls(t *testing.T) {
+	dir := t.TempDir()
+	started, proceed := filepath.Join(dir, "started"), filepath.Join(dir, "proceed")
+	hooksFile := filepath.Join(dir, "hooks.json")
+	b, _ := json.Marshal(map[string]any{"version": 1, "hooks": []map[string]any{before("touch " + started + "; while [ ! -e " + proceed + " ]; do sleep 0.02; done")}})
+	if err := os.WriteFile(hooksFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, _ := json.Marshal(readAndWrite)
+	prog, err := Install(dir, script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prog, run("--hooks", hooksFile)...)
+	cmd.Env, cmd.Dir = []string{"PATH=/usr/bin:/bin"}, dir
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// To the loop alone: its hook is not the one told to stop here.
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(100 * time.Millisecond)
+	if err := os.WriteFile(proceed, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	var seen Seen
+	sb, _ := os.ReadFile(filepath.Join(dir, "b10x-harness.seen.json"))
+	_ = json.Unmarshal(sb, &seen)
+	tail := `{"kind":"hook-ran","point":"before-call","call_id":"call_1","decision":{"kind":"proceed"}}
+{"kind":"tool-completed","call_id":"call_1","failed":false}
+{"kind":"tool-requested","call_id":"call_2","name":"file_write","arguments":{"path":"pwned","text":"x"}}
+{"kind":"tool-completed","call_id":"call_2","failed":true}
+{"kind":"finished","stop":{"kind":"cancelled","reason":"the caller cancelled"},"turns":1}
+`
+	if cmd.ProcessState.ExitCode() != 2 || !strings.HasSuffix(out.String(), tail) {
+		t.Errorf("exit %d\n%s", cmd.ProcessState.ExitCode(), out.String())
+	}
+	if len(seen.Results) != 2 || seen.Results[0].Failed || seen.Results[1].Text != "the run was cancelled before this call ran" {
+		t.Errorf("the model read %+v", seen.Results)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("a call after the cancel ran")
 	}
 }

@@ -100,14 +100,23 @@ type Config struct {
 	// that read the hook's command in the hooks file could; what each got
 	// is written to what the stand-in saw (Seen.Forged).
 	Forge []Call `json:"forge,omitempty"`
+	// ForgeLate, with Calls, are forged calls put to the before-call hooks
+	// right after the first call completed, its hook answered.
+	ForgeLate []Call `json:"forge_late,omitempty"`
 	// Hang, with Calls, is a model that never answers after the calls:
 	// the loop waits for SIGINT, as the hang scenario does.
 	Hang bool `json:"hang,omitempty"`
-	// Overrule, with Calls, makes the stand-in a loop that records its
-	// before-call hooks as proceeding and runs every call, whatever they
-	// answered.
-	Overrule bool `json:"overrule,omitempty"`
+	// Disobey, with Calls, makes the stand-in a loop that does not keep
+	// to its before-call hooks, one of Disobediences.
+	Disobey string `json:"disobey,omitempty"`
 }
+
+// Disobediences are the ways a loop may not keep to its before-call hooks
+// (Config.Disobey): overrule asks them, records each answer as proceed
+// and runs every call; run-blocked asks them, records what they answered
+// and runs every call anyway; ignore never asks them and records no
+// hook-ran; pretend never asks them and records each as proceed.
+var Disobediences = []string{"overrule", "run-blocked", "ignore", "pretend"}
 
 // Seen is what the stand-in was started with, written for tests.
 type Seen struct {
@@ -194,6 +203,10 @@ type runner struct {
 	seenPath string
 	stdout   io.Writer
 	stderr   io.Writer
+	// interrupts delivers SIGINT, which the loop answers by cancelling
+	// the run between calls and between turns (interrupted, once read).
+	interrupts  chan os.Signal
+	interrupted bool
 }
 
 func (r *runner) print(line []byte) {
@@ -213,6 +226,8 @@ func (r *runner) refuse(reason string) int {
 
 func (r *runner) run() int {
 	a := r.a
+	r.interrupts = make(chan os.Signal, 1)
+	signal.Notify(r.interrupts, syscall.SIGINT)
 	r.seen.Env = environ()
 	r.seen.Cwd, _ = os.Getwd()
 	if !a.has("base-url") || !a.has("model") {
@@ -348,16 +363,31 @@ func (r *runner) play() int {
 // hang waits for SIGINT, which the loop answers with a cancelled stop;
 // SIGTERM keeps its default and ends the process with no terminal record.
 func (r *runner) hang() int {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGINT)
 	select {
-	case <-c:
+	case <-r.interrupts:
 	case <-time.After(time.Minute):
 		fmt.Fprint(r.stderr, "b10x-harness stand-in: nobody stopped the hanging scenario within a minute\n")
 		return 1
 	}
+	return r.cancel(1)
+}
+
+// cancelled reports whether SIGINT has come, as the loop asks between
+// calls and between turns.
+func (r *runner) cancelled() bool {
+	select {
+	case <-r.interrupts:
+		r.interrupted = true
+	default:
+	}
+	return r.interrupted
+}
+
+// cancel ends the run as the loop ends one its caller cancelled: a
+// cancelled stop after turns turns, exit 2.
+func (r *runner) cancel(turns int) int {
 	stop := map[string]any{"kind": "cancelled", "reason": "the caller cancelled"}
-	r.print(finished{Stop: stop, Turns: 1}.line())
+	r.print(finished{Stop: stop, Turns: turns}.line())
 	fmt.Fprint(r.stderr, "the run stopped without an answer: "+debugStop(stop)+"\n")
 	return 2
 }
@@ -535,6 +565,9 @@ func loadConfig(path string) (Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Disobey != "" && !slices.Contains(Disobediences, c.Disobey) {
+		return c, fmt.Errorf("%s: no disobedience %q; the stand-in knows %s", path, c.Disobey, strings.Join(Disobediences, ", "))
 	}
 	return c, nil
 }

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os/signal"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/internal/decide"
@@ -58,6 +60,15 @@ func Run(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
 	}
 	_, err := stdout.Write(Answer(d.Reason))
 	return Block, err
+}
+
+// Main is Run as the process the loop starts. It ignores SIGINT: a run
+// stops the loop by sending its process group SIGINT, which the loop
+// answers between calls, so the answer this hook is giving (a deny, the
+// run's last word on the call) still reaches it.
+func Main(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
+	signal.Ignore(syscall.SIGINT)
+	return Run(stdin, stdout, socket)
 }
 
 func decision(stdin io.Reader, asker decide.Asker) record.Decision {

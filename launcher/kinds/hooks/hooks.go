@@ -35,7 +35,7 @@ var table = []Hook{
 	{Verb: "internal-hook", Args: hook.Args, Run: func(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
 		return 0, hook.Run(stdin, stdout, socket)
 	}},
-	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Run},
+	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Main},
 }
 
 // Lookup returns the hook started as verb.
