@@ -96,7 +96,7 @@ func newScratch(dir string) (*scratch, error) {
 	s := &scratch{root: root}
 	// Locked before it is marked: a marked tree is always a locked one
 	// while its run lives.
-	if s.lock, err = lockFile(filepath.Join(root, scratchLock), unix.LOCK_EX); err != nil {
+	if s.lock, err = lockFile(filepath.Join(root, scratchLock), os.O_CREATE, unix.LOCK_EX); err != nil {
 		_ = s.remove()
 		return nil, exit.Wrap(RefuseScratchUnavailable, err, "locking the scratch tree %s", root)
 	}
@@ -117,10 +117,10 @@ func (s *scratch) remove() error {
 	return err
 }
 
-// lockFile opens (creating) path close-on-exec and takes a flock on it,
-// without waiting when how has LOCK_NB.
-func lockFile(path string, how int) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+// lockFile opens path close-on-exec (with flag, os.O_CREATE or 0) and
+// takes a flock on it, without waiting when how has LOCK_NB.
+func lockFile(path string, flag, how int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|flag|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,10 @@ func reclaimScratch(dir string) []string {
 		if fi, err := os.Lstat(filepath.Join(root, scratchMark)); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		lock, err := lockFile(filepath.Join(root, scratchLock), unix.LOCK_EX|unix.LOCK_NB)
+		// Never created here: a tree without its lock file is one its run
+		// is removing, the lock still held, and a new file would be a lock
+		// nobody holds.
+		lock, err := lockFile(filepath.Join(root, scratchLock), 0, unix.LOCK_EX|unix.LOCK_NB)
 		if err != nil {
 			continue // a live run holds it, or it is not ours to lock
 		}
