@@ -149,17 +149,20 @@ func reclaimScratch(dir string) []string {
 		if fi, err := os.Lstat(filepath.Join(root, scratchMark)); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		// Never created here: a tree without its lock file is one its run
-		// is removing, the lock still held, and a new file would be a lock
-		// nobody holds.
+		// The lock file is never created here: a marked tree without one
+		// is being removed by its run (the lock still held) or was left
+		// half removed, and is removed alongside; a file made in it would
+		// only fail its owner's removal.
 		lock, err := lockFile(filepath.Join(root, scratchLock), 0, unix.LOCK_EX|unix.LOCK_NB)
-		if err != nil {
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // a live run holds it, or it is not ours to lock
 		}
 		if os.RemoveAll(root) == nil {
 			removed = append(removed, root)
 		}
-		_ = lock.Close()
+		if lock != nil {
+			_ = lock.Close()
+		}
 	}
 	return removed
 }
