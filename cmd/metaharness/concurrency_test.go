@@ -38,7 +38,9 @@ func TestConcurrentRuns(t *testing.T) {
 	marker := fmt.Sprintf("mh-concurrent-%d", os.Getpid())
 	root := filepath.Join(t.TempDir(), marker)
 	home, cache, runtime := filepath.Join(root, "home"), filepath.Join(root, "cache"), filepath.Join(root, "runtime")
-	vendorAt(t, filepath.Join(home, ".local", "bin"), "claude")
+	if err := placeSelf(filepath.Join(home, ".local", "bin"), "claude"); err != nil {
+		t.Fatal(err)
+	}
 
 	type result struct {
 		tree   string
@@ -107,24 +109,6 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 	if procs := vendortest.WaitGone(marker); len(procs) > 0 {
 		t.Errorf("processes outlived their runs: %v", procs)
-	}
-}
-
-// vendorAt puts the test binary at dir/name, where a run finds its vendor,
-// as the script command vendor does.
-func vendorAt(t *testing.T, dir, name string) {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Link(self, filepath.Join(dir, name)); err != nil {
-		if err := copyExecutable(self, filepath.Join(dir, name)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
