@@ -83,3 +83,30 @@ func write(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// FuzzReadStream: whatever a model server sends, the stand-in's stream
+// reader returns an answer or an error without panicking, and an answer's
+// tool inputs are JSON it can send back.
+func FuzzReadStream(f *testing.F) {
+	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n" +
+		"data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Read\",\"input\":{}}}\n\n" +
+		"data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"a\\\":1}\"}}\n\n" +
+		"data: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		"data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":1}}\n\n" +
+		"data: {\"type\":\"message_stop\"}\n\n"))
+	f.Add([]byte("data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\ndata: {\"type\":\"content_block_delta\",\"index\":7}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msg, err := readStream(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for _, bl := range msg.Content {
+			if bl.Type == "tool_use" && !json.Valid(bl.input()) {
+				t.Fatalf("tool input %q is not JSON", bl.input())
+			}
+		}
+		if _, err := json.Marshal(msg.Content); err != nil {
+			t.Fatalf("the answer cannot be sent back: %v", err)
+		}
+	})
+}
