@@ -28,8 +28,9 @@ type Summary struct {
 	Kind     string `json:"kind"`
 	ExitCode int    `json:"exit_code"`
 	// Outcome names how the run ended (Outcomes): one name per exit code,
-	// and for exit 3 which of the ways nobody found out.
-	Outcome string `json:"outcome" jsonschema:"enum=ok,enum=gap,enum=refused,enum=unknown,enum=stopped,enum=halted,enum=upstream_unreachable,enum=upstream_refused,enum=key_rejected,enum=quota"`
+	// for exit 3 which of the ways nobody found out, and for exit 2 whether
+	// a limit of the host's refused it.
+	Outcome string `json:"outcome" jsonschema:"enum=ok,enum=gap,enum=refused,enum=unknown,enum=stopped,enum=halted,enum=upstream_unreachable,enum=upstream_refused,enum=key_rejected,enum=quota,enum=host_limit"`
 	// Retry is what the outcome means for a scheduler's retry (Outcomes).
 	Retry string `json:"retry" jsonschema:"enum=none,enum=no,enum=after_fix,enum=yes,enum=after_cooldown"`
 	// Reason is the line that says why, as printed: the refusal, the line
@@ -103,11 +104,14 @@ var (
 	OutcomeUpstreamRefused = Outcome{exit.Unknown, "upstream_refused", "after_fix"}
 	OutcomeKeyRejected     = Outcome{exit.Unknown, "key_rejected", "after_fix"}
 	OutcomeQuota           = Outcome{exit.Quota, "quota", "after_cooldown"}
+	// A limit of the host's or the user's (processes, namespaces, open
+	// files) refused the run: it may pass once other runs end.
+	OutcomeHostLimit = Outcome{exit.Refused, "host_limit", "yes"}
 )
 
 // Outcomes are every outcome, the first of each code its default.
 var Outcomes = []Outcome{OutcomeOK, OutcomeGap, OutcomeRefused, OutcomeUnknown, OutcomeStopped, OutcomeHalted,
-	OutcomeUnreachable, OutcomeUpstreamRefused, OutcomeKeyRejected, OutcomeQuota}
+	OutcomeUnreachable, OutcomeUpstreamRefused, OutcomeKeyRejected, OutcomeQuota, OutcomeHostLimit}
 
 // OutcomeOf is code's default outcome.
 func OutcomeOf(code exit.Code) Outcome {

@@ -163,7 +163,13 @@ func readLaunch(f *os.File) (*launch, error) {
 
 // failed reports why the init could not start the vendor.
 func failed(ctl *os.File, err error) int {
-	_ = send(ctl, report{Failed: err.Error()}, -1)
+	r := report{Failed: err.Error()}
+	var se *os.SyscallError
+	var errno syscall.Errno
+	if errors.As(err, &se) && errors.As(se.Err, &errno) {
+		r.Syscall, r.Errno = se.Syscall, int(errno)
+	}
+	_ = send(ctl, r, -1)
 	return 2
 }
 
@@ -241,7 +247,7 @@ func startVendor(c *Command) (int, error) {
 		},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("starting %s inside the confinement: %w", c.Program, err)
+		return 0, fmt.Errorf("starting %s inside the confinement: %w", c.Program, os.NewSyscallError("fork/exec", err))
 	}
 	return pid, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // Host is what decides Probe's answer for a caller, so that a yes may be
@@ -158,6 +159,11 @@ func explain(err error) error {
 		why = append(why, "AppArmor restricts unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)")
 	}
 	if len(why) == 0 {
+		for _, limit := range []syscall.Errno{syscall.EAGAIN, syscall.ENOSPC, syscall.ENOMEM, syscall.EMFILE, syscall.ENFILE} {
+			if errors.Is(err, limit) {
+				return err // a limit reached (processes, namespaces, files), not a host that cannot
+			}
+		}
 		why = append(why, "user namespaces cannot be made here (a seccomp filter, a container runtime or an unmapped uid forbids them)")
 	}
 	return fmt.Errorf("%w: %s", err, strings.Join(why, "; "))

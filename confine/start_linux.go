@@ -121,7 +121,7 @@ func (i *Init) Start() error {
 		case err != nil:
 			return i.abort(fmt.Errorf("the init ended before the vendor started: %w", err))
 		case r.Failed != "":
-			return i.abort(errors.New(r.Failed))
+			return i.abort(r.failure())
 		case r.Listening != "":
 			if fd < 0 {
 				return i.abort(errors.New("the init reported a listener without passing it"))

@@ -60,6 +60,9 @@ const (
 	RefuseMemoryWalk         exit.Name = "memory-walk"
 	RefuseDecisionSocket     exit.Name = "decision-socket"
 	RefuseSpawn              exit.Name = "spawn"
+	// A limit of the user's or the host's (processes, namespaces, open
+	// files) was reached, wherever the run met it (hostlimit.go).
+	RefuseHostLimit exit.Name = "host-limit"
 
 	// The run was stopped before its spawn, or could not keep its record
 	// whole: a stdout whose reader went away, an --events file that could no

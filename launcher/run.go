@@ -51,6 +51,9 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 	defer r.cleanup()
 	r.out.runID = newRunID(spec.Kind)
 	code, err := r.start(ctx)
+	if lim := hostLimit(err); lim != nil && code == exit.Refused {
+		err, r.limited = lim, true
+	}
 	r.endStream(context.Cause(ctx) != nil)
 	code, err = r.writeStatement(code, err)
 	r.endTelemetry(code, err, context.Cause(ctx) != nil)
@@ -85,6 +88,8 @@ type run struct {
 	// halted names the embedder's command that ended the session, halt or
 	// interrupt; "" when none did (run_windup.go).
 	halted string
+	// limited: the run refused at a limit of the host's (hostlimit.go).
+	limited bool
 }
 
 // start runs the phases in SPEC §5's order, each in a file of its own:

@@ -64,6 +64,11 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !r.spec.Unconfined {
 		if w.Controls, err = confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
+			if lim := hostLimit(err); lim != nil {
+				// A limit met is not a host that cannot confine: the
+				// child is not run with less than its plan asks.
+				return nil, lim
+			}
 			w.Unconfinable = err.Error()
 			r.emit(nil, &record.Warning{Code: WarnConfinementUnavailable, Message: "the child runs unconfined, and the attestation says so: " + err.Error()})
 		}

@@ -95,7 +95,7 @@ func newScratch(dir string) (*scratch, error) {
 	s := &scratch{root: root}
 	// Locked before it is marked: a marked tree is always a locked one
 	// while its run lives.
-	if s.lock, err = lockFile(filepath.Join(root, scratchLock), unix.LOCK_EX); err != nil {
+	if s.lock, err = lockFile(filepath.Join(root, scratchLock), os.O_CREATE, unix.LOCK_EX); err != nil {
 		_ = s.remove()
 		return nil, exit.Wrap(RefuseScratchUnavailable, err, "locking the scratch tree %s", root)
 	}
@@ -116,10 +116,10 @@ func (s *scratch) remove() error {
 	return err
 }
 
-// lockFile opens (creating) path close-on-exec and takes a flock on it,
-// without waiting when how has LOCK_NB.
-func lockFile(path string, how int) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+// lockFile opens path close-on-exec (with flag, os.O_CREATE or 0) and
+// takes a flock on it, without waiting when how has LOCK_NB.
+func lockFile(path string, flag, how int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|flag|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -148,14 +148,20 @@ func reclaimScratch(dir string) []string {
 		if fi, err := os.Lstat(filepath.Join(root, scratchMark)); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		lock, err := lockFile(filepath.Join(root, scratchLock), unix.LOCK_EX|unix.LOCK_NB)
-		if err != nil {
+		// The lock file is never created here: a marked tree without one
+		// is being removed by its run (the lock still held) or was left
+		// half removed, and is removed alongside; a file made in it would
+		// only fail its owner's removal.
+		lock, err := lockFile(filepath.Join(root, scratchLock), 0, unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			continue // a live run holds it, or it is not ours to lock
 		}
 		if os.RemoveAll(root) == nil {
 			removed = append(removed, root)
 		}
-		_ = lock.Close()
+		if lock != nil {
+			_ = lock.Close()
+		}
 	}
 	return removed
 }

@@ -181,6 +181,9 @@ func (r *run) outcome(code exit.Code) attest.Outcome {
 	if e := r.ended; e != nil && code == exit.Unknown && e.outcome.Name != "" {
 		return e.outcome
 	}
+	if r.limited && code == exit.Refused {
+		return attest.OutcomeHostLimit
+	}
 	return attest.OutcomeOf(code)
 }
 

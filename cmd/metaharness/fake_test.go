@@ -25,17 +25,25 @@ func vendorCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: vendor NAME...")
 	}
-	self, err := os.Executable()
-	ts.Check(err)
-	bin := filepath.Join(ts.Getenv("HOME"), ".local", "bin")
-	ts.Check(os.MkdirAll(bin, 0o755))
 	for _, name := range args {
-		dst := filepath.Join(bin, name)
-		if err := os.Link(self, dst); err == nil {
-			continue
-		}
-		ts.Check(copyExecutable(self, dst))
+		ts.Check(placeSelf(filepath.Join(ts.Getenv("HOME"), ".local", "bin"), name))
 	}
+}
+
+// placeSelf puts the test binary at dir/name: a hard link where it can,
+// else a copy.
+func placeSelf(dir, name string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.Link(self, filepath.Join(dir, name)); err == nil {
+		return nil
+	}
+	return copyExecutable(self, filepath.Join(dir, name))
 }
 
 func copyExecutable(from, to string) error {

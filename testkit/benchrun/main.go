@@ -6,7 +6,9 @@
 //     reached as ~/.local/bin/claude, records when it starts);
 //   - governed vs bare: `metaharness run claude --credentials loopback` on
 //     conformance/scripted's Anthropic server against the pinned Claude Code
-//     started directly on the same script and prompt, wall time to exit.
+//     started directly on the same script and prompt, wall time to exit;
+//   - with -parallel, only N runs started at once against N bare
+//     (parallel.go).
 //
 // The real Claude Code runs only inside scripts/loopback-only, with its
 // telemetry, retries and auto-update off. Run it with scripts/bench.
@@ -50,6 +52,11 @@ func main() {
 	spawns := flag.Int("spawns", 30, "interleaved start→spawn pairs")
 	runs := flag.Int("runs", 7, "interleaved governed/bare pairs on the scripted model")
 	exports := flag.Int("exports", 7, "interleaved governed runs with the OpenTelemetry export on and off")
+	parallel := flag.String("parallel", "", "measure only N runs started at once, for each N of this comma-separated list (parallel.go)")
+	standin := flag.String("standin", "", "with -parallel: the stand-in claude (testkit/fakevendor/fakeclaude)")
+	rounds := flag.Int("parallel-rounds", 3, "with -parallel: interleaved rounds at each N")
+	realN := flag.Int("real-parallel", 4, "with -parallel: N of the real Claude Code's runs at once")
+	verbose := flag.Bool("v", false, "with -parallel: every run's figures too")
 	flag.Parse()
 	if *mh == "" {
 		fail(errors.New("-metaharness is required: the binary to measure (scripts/bench builds one)"))
@@ -59,6 +66,19 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(root)
+	if *parallel != "" {
+		ns, err := counts(*parallel)
+		if err == nil && *standin == "" {
+			err = errors.New("-standin is required with -parallel: the stand-in claude (scripts/bench builds testkit/fakevendor/fakeclaude)")
+		}
+		if err == nil {
+			err = parallelRuns(*mh, *standin, root, ns, max(*rounds, 1), *realN, *verbose)
+		}
+		if err != nil {
+			fail(fmt.Errorf("parallel runs: %w", err))
+		}
+		return
+	}
 	if err := startToSpawn(*mh, root, *spawns); err != nil {
 		fail(fmt.Errorf("start→spawn: %w", err))
 	}

@@ -1,7 +1,7 @@
 // Package fakevendor holds stand-ins for the vendor CLIs, compiled into a
 // test binary and registered with testscript.Main under the vendor's name
 // (the way age registers age-plugin-test), so that the run loop is driven
-// on every machine, with no Node and no model: the launch metaharness plans,
+// on every machine, with no Node and no real model: the launch metaharness plans,
 // the real hook program and the real mcp-serve it configures, the decision
 // channel, the commands on stdin, the wind-up.
 //
@@ -9,7 +9,9 @@
 // reads its launch the way the real one does (the --settings file's
 // PreToolUse hook, the --mcp-config servers, --allowedTools), and replays a
 // script of stream-json records, putting each tool use to the hook and, for
-// a catalogue tool, to the MCP server, and obeying the decision. Codex so
+// a catalogue tool, to the MCP server, and obeying the decision; or, where
+// its script says so, holds a session with the scripted model it is
+// pointed at (claude_model.go), printing what the wire carried. Codex so
 // far answers --version only; the codex adapter grows it into app-server.
 //
 // A fake keeps no state in $HOME: its script is the file its task names
@@ -19,6 +21,7 @@ package fakevendor
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -68,7 +71,14 @@ var (
 //	text WORDS            an assistant text message
 //	tool ID NAME INPUT    an assistant tool_use, decided and obeyed (a
 //	                      tool_result follows); INPUT is JSON
-//	result WORDS          the terminal result: the final answer
+//	model PROMPT          a session with the model Claude Code is pointed
+//	                      at (ANTHROPIC_BASE_URL, on loopback only), PROMPT
+//	                      (else the task) the first user turn: each answer
+//	                      printed as Claude Code prints it, each tool use
+//	                      decided and obeyed and its result sent back, until
+//	                      an answer asks for no tool (claude_model.go)
+//	result WORDS          the terminal result: the final answer (without
+//	                      WORDS, the model's last text)
 //	stderr WORDS          a line on stderr
 //	sleep DURATION        e.g. 200ms
 //	noise BYTES           one line of that many bytes on stdout, no record
@@ -84,7 +94,7 @@ func Claude(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "error: "+err.Error())
 		return 1
 	}
-	if _, err := os.Stat(l.settings); l.settings == "" || err != nil {
+	if _, err := os.Stat(l.settings); l.settings != "" && err != nil {
 		fmt.Fprintf(stderr, "Settings file not found: %s\n", l.settings)
 		return 1
 	}
@@ -144,8 +154,10 @@ type claude struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	servers map[string]*mcpClient
+	tools   []string // offered in the opening record
 	msgs    int
 	turns   int
+	final   string // the model's last text (model)
 }
 
 const fakeSession = "fake-claude-session"
@@ -178,8 +190,12 @@ func (c *claude) play(script string) int {
 				return 1
 			}
 			c.tool(id, name, json.RawMessage(input))
+		case "model":
+			if code, ended := c.converse(cmp.Or(rest, c.l.task)); ended {
+				return code
+			}
 		case "result":
-			c.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest,
+			c.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": cmp.Or(rest, c.final),
 				"num_turns": c.turns, "stop_reason": "end_turn", "terminal_reason": "completed", "permission_denials": []any{},
 				"usage": map[string]any{"input_tokens": c.msgs, "output_tokens": c.msgs}})
 		case "stderr":
@@ -259,6 +275,7 @@ func (c *claude) init() error {
 			servers = append(servers, map[string]any{"name": name, "status": "connected"})
 		}
 	}
+	c.tools = tools
 	cwd, _ := os.Getwd()
 	model := c.l.model
 	if model == "" {
@@ -273,18 +290,37 @@ func (c *claude) init() error {
 func (c *claude) assistant(block map[string]any) {
 	c.msgs++
 	c.turns++
+	c.assistantLine(fmt.Sprintf("msg_%04d", c.msgs), c.l.model, map[string]any{"input_tokens": 1, "output_tokens": 1}, block)
+}
+
+// assistantLine prints one content block of message id, as Claude Code
+// prints each block of a response on a line of its own.
+func (c *claude) assistantLine(id, model string, usage any, block map[string]any) {
 	c.emit(map[string]any{"type": "assistant", "message": map[string]any{
-		"id": fmt.Sprintf("msg_%04d", c.msgs), "role": "assistant", "model": c.l.model, "type": "message",
-		"content": []any{block}, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1},
+		"id": id, "role": "assistant", "model": model, "type": "message",
+		"content": []any{block}, "usage": usage,
 	}})
 }
 
-// tool prints the tool use, puts it to the hook, and performs it as the
-// decision says, the way Claude Code does under --permission-mode dontAsk:
-// a deny is the hook's reason, an allow runs, and with no decision only a
-// tool --allowedTools names runs.
+// tool prints the tool use and its result, having it decided and
+// performed (call).
 func (c *claude) tool(id, name string, input json.RawMessage) {
 	c.assistant(map[string]any{"type": "tool_use", "id": id, "name": name, "input": input})
+	text, isErr := c.call(id, name, input)
+	c.toolResult(id, text, isErr)
+}
+
+func (c *claude) toolResult(id, text string, isErr bool) {
+	c.emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+		map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isErr},
+	}}})
+}
+
+// call puts a tool use to the hook and performs it as the decision says,
+// the way Claude Code does under --permission-mode dontAsk: a deny is the
+// hook's reason, an allow runs, and with no decision only a tool
+// --allowedTools names runs. It returns the result's text.
+func (c *claude) call(id, name string, input json.RawMessage) (string, bool) {
 	decision, reason, updated, err := c.hook(id, name, input)
 	var text string
 	isErr := true
@@ -301,30 +337,44 @@ func (c *claude) tool(id, name string, input json.RawMessage) {
 	default:
 		text = fmt.Sprintf("Claude requested permissions to use %s, but you haven't granted it yet.", name)
 	}
-	c.emit(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
-		map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isErr},
-	}}})
+	return text, isErr
+}
+
+// claudeSettings is the part of the --settings file the fake reads.
+type claudeSettings struct {
+	APIKeyHelper string `json:"apiKeyHelper"`
+	Hooks        struct {
+		PreToolUse []struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Command string `json:"command"`
+				Timeout int    `json:"timeout"`
+			} `json:"hooks"`
+		} `json:"PreToolUse"`
+	} `json:"hooks"`
+}
+
+// settings reads the --settings file; without one there are none.
+func (c *claude) settings() (claudeSettings, error) {
+	var s claudeSettings
+	if c.l.settings == "" {
+		return s, nil
+	}
+	b, err := os.ReadFile(c.l.settings)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("--settings %s: %w", c.l.settings, err)
+	}
+	return s, nil
 }
 
 // hook runs the --settings file's PreToolUse commands, as sh -c with the
 // payload on stdin, and reads the first decision one prints.
 func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason string, updated json.RawMessage, err error) {
-	b, err := os.ReadFile(c.l.settings)
+	settings, err := c.settings()
 	if err != nil {
-		return "", "", nil, err
-	}
-	var settings struct {
-		Hooks struct {
-			PreToolUse []struct {
-				Matcher string `json:"matcher"`
-				Hooks   []struct {
-					Command string `json:"command"`
-					Timeout int    `json:"timeout"`
-				} `json:"hooks"`
-			} `json:"PreToolUse"`
-		} `json:"hooks"`
-	}
-	if err := json.Unmarshal(b, &settings); err != nil {
 		return "", "", nil, err
 	}
 	payload, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": fakeSession,
