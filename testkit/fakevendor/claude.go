@@ -378,7 +378,7 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 		return "", "", nil, err
 	}
 	payload, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": fakeSession,
-		"tool_name": name, "tool_input": input, "tool_use_id": id})
+		"tool_name": name, "tool_input": hookInput(input), "tool_use_id": id})
 	for _, m := range settings.Hooks.PreToolUse {
 		if !matches(m.Matcher, name) {
 			continue
@@ -413,6 +413,33 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 		}
 	}
 	return "", "", nil, nil
+}
+
+// hookInput is a tool input as Claude Code's hook shows it, the part of
+// its rewrite a script can meet (docs/wire-facts.md A1.4): a relative
+// file_path or notebook_path made absolute against the cwd. The stream-json
+// line keeps the model's text.
+func hookInput(input json.RawMessage) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return input
+	}
+	changed := false
+	for _, k := range []string{"file_path", "notebook_path"} {
+		if p, ok := m[k].(string); ok && p != "" && !filepath.IsAbs(p) {
+			if cwd, err := os.Getwd(); err == nil {
+				m[k], changed = filepath.Join(cwd, p), true
+			}
+		}
+	}
+	if !changed {
+		return input
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return input
+	}
+	return b
 }
 
 // matches is Claude Code's reading of a PreToolUse matcher, as far as a
