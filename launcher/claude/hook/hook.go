@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"unicode/utf8"
 
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/internal/jsonscan"
@@ -66,6 +67,11 @@ type Input struct {
 
 // ParseInput reads the hook's stdin.
 func ParseInput(b []byte) (*Input, error) {
+	// Claude Code writes UTF-8; a decoder would turn a stray byte into
+	// U+FFFD, a tool name the payload never had.
+	if !utf8.Valid(b) {
+		return nil, fmt.Errorf("the PreToolUse payload is not UTF-8")
+	}
 	var in Input
 	if err := jsonscan.Decode(b, &in, jsonscan.Options{}); err != nil {
 		return nil, fmt.Errorf("the PreToolUse payload cannot be read: %w", err)
