@@ -223,8 +223,16 @@ func firstInvalidUTF8(b []byte) int {
 	return 0
 }
 
-// parseTree reads exactly one YAML (or JSON) document into the tree.
-func parseTree(data []byte) (v any, err error) {
+// parseTree reads exactly one YAML (or JSON) document into the tree: JSON
+// through jsonTree when it can, else through the YAML parser.
+func parseTree(data []byte) (any, error) {
+	if v, ok := jsonTree(data); ok {
+		return v, nil
+	}
+	return yamlTree(data)
+}
+
+func yamlTree(data []byte) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil { // a YAML parser bug must not end the verb
 			err = fmt.Errorf("the YAML reader failed: %v", r)
