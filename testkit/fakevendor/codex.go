@@ -121,7 +121,7 @@ type codexServer struct {
 
 	cwd, model, approval, sandbox string
 	dynamicTools                  map[string]bool // declared at thread/start
-	turn                          string // the running turn, "" when none
+	turn                          string          // the running turn, "" when none
 	wake                          chan string
 }
 
