@@ -35,3 +35,31 @@ func FuzzProject(f *testing.F) {
 		}
 	})
 }
+
+// FuzzIndentCompact: whatever JSON an encoder writes compact, indentCompact
+// indents as json.Indent does.
+func FuzzIndentCompact(f *testing.F) {
+	files, _ := filepath.Glob("testdata/streams/*.jsonl")
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{`{}`, `[]`, `[[],{}]`, `{"a":[1,{"b":"\"}\\"}]}`, `"x"`, `"\u00e9\\"`, `{"a":{"b":{"c":[]}},"d":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, data) != nil {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "      ", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := indentCompact(nil, compact.Bytes(), "      "); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("indentCompact(%s) =\n%s\nwant\n%s", compact.Bytes(), got, want.Bytes())
+		}
+	})
+}

@@ -109,7 +109,7 @@ type unkKind struct {
 // that cannot be projected whole is refused before anything is written, and
 // gathers what the document states after its events; the second writes each
 // event as it reads it. What it keeps between them grows with the model
-// requests alone (each one's line and the indices of the events carrying
+// requests alone (each one's usage and the indices of the events carrying
 // its id, which the document lists after the events), never with the
 // stream's bytes.
 func Project(w io.Writer, s *Stream, src Source) error {
@@ -133,7 +133,7 @@ func Project(w io.Writer, s *Stream, src Source) error {
 		return err
 	}
 	out.WriteString("\n  ],\n  \"requests\": ")
-	if err := writeRequests(out, s, sum); err != nil {
+	if err := writeRequests(out, sum); err != nil {
 		return err
 	}
 	m, err := indented(sum.m, "  ")
@@ -152,7 +152,7 @@ type summary struct {
 	lines     int
 	canonical bool // every line as a record.Writer writes it
 	m         Metaharness
-	usages    []lineRef        // the usage events, each a request
+	requests  []Request        // one per usage event, its events listed last
 	byRequest map[string][]int // request id → the indices of its events
 }
 
@@ -168,7 +168,7 @@ func summarize(s *Stream) (*summary, error) {
 		m: Metaharness{Families: map[string]int{}, UnkKinds: map[string]int{}}}
 	var complete record.CompletenessCheck
 	h := newDigest()
-	n, err := s.events(h, func(n int, off int64, line []byte, l *record.EventLine) error {
+	n, err := s.events(h, func(n int, _ int64, line []byte, l *record.EventLine) error {
 		if n == 1 {
 			sum.m.Run = l.Run
 		}
@@ -190,7 +190,11 @@ func summarize(s *Stream) (*summary, error) {
 		case *record.SessionEnded:
 			sum.m.Census = e.Census
 		case *record.UsageEvent:
-			sum.usages = append(sum.usages, lineRef{n: n, off: off, size: len(line)})
+			sum.requests = append(sum.requests, Request{
+				SourceLine: n, RequestID: e.RequestID, Model: e.Model,
+				InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
+				CacheReadInputTokens: e.Usage.CacheReadInputTokens, CacheCreationInputTokens: e.Usage.CacheCreationInputTokens,
+			})
 		}
 		return nil
 	})
@@ -254,11 +258,7 @@ func writeEvents(out *bufio.Writer, s *Stream, sum *summary) error {
 		buf = append(buf, ",\n      \"timestamp_ms\": "...)
 		buf = append(buf, ms...)
 		buf = append(buf, ",\n      \"kind\": "...)
-		var ind bytes.Buffer
-		if err := json.Indent(&ind, kind, "      ", "  "); err != nil {
-			return exit.Refuse(RefuseUnreadable, "%s line %d: %v", s.Name, n, err)
-		}
-		buf = append(buf, ind.Bytes()...)
+		buf = indentCompact(buf, kind, "      ")
 		buf = append(buf, "\n    }"...)
 		_, err := out.Write(buf)
 		return err
@@ -289,28 +289,16 @@ func canonicalKind(name, payload []byte) []byte {
 	return append(out, '}')
 }
 
-// writeRequests lists each usage event's request, reading its line again.
-func writeRequests(out *bufio.Writer, s *Stream, sum *summary) error {
-	if len(sum.usages) == 0 {
+// writeRequests lists each usage event's request and the events carrying
+// its id.
+func writeRequests(out *bufio.Writer, sum *summary) error {
+	if len(sum.requests) == 0 {
 		out.WriteString("[]")
 		return nil
 	}
 	out.WriteString("[")
-	for i, u := range sum.usages {
-		l, err := s.lineAt(u.n, u.off, u.size)
-		if err != nil {
-			return err
-		}
-		e, ok := l.Event.(*record.UsageEvent)
-		if !ok {
-			return s.changed(fmt.Sprintf("line %d is no longer a usage event", u.n))
-		}
-		r := Request{
-			SourceLine: u.n, RequestID: e.RequestID, Model: e.Model,
-			InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
-			CacheReadInputTokens: e.Usage.CacheReadInputTokens, CacheCreationInputTokens: e.Usage.CacheCreationInputTokens,
-			Events: []int{},
-		}
+	for i, r := range sum.requests {
+		r.Events = []int{}
 		if r.RequestID != nil {
 			r.Events = append(r.Events, sum.byRequest[*r.RequestID]...)
 		}
@@ -339,6 +327,62 @@ func indented(v any, prefix string) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// indentCompact appends compact JSON src (as an encoder writes it) to dst,
+// indented as the document's encoder indents a value whose lines after the
+// first start with prefix: what json.Indent writes, without its validation
+// of a value an encoder wrote (FuzzIndentCompact holds the two together).
+func indentCompact(dst, src []byte, prefix string) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(append(dst, '\n'), prefix...)
+		for range depth {
+			dst = append(dst, "  "...)
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			j := i + 1
+			for j < len(src) {
+				k := bytes.IndexAny(src[j:], `"\`)
+				if k < 0 {
+					j = len(src)
+					break
+				}
+				j += k
+				if src[j] == '"' {
+					break
+				}
+				j += 2 // an escape
+			}
+			end := min(j+1, len(src))
+			dst = append(dst, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // jsonString is s as the document's encoder writes a string.
