@@ -278,13 +278,37 @@ const headPrefix = `{"format":"` + EventFormat + `","seq":`
 // second pass takes what it needs from a canonical line's bytes
 // (SplitCanonical) instead of decoding it again.
 func Canonical(line []byte, l *EventLine) bool {
-	var b bytes.Buffer
-	if writeHeader(&b, l.Seq, l.Run, l.At, l.Event.EventName()) != nil || appendPayload(&b, l.Event) != nil {
+	b := canonicalBuf.Get().(*bytes.Buffer)
+	defer canonicalBuf.Put(b)
+	b.Reset()
+	if writeHeader(b, l.Seq, l.Run, l.At, l.Event.EventName()) != nil || !bytes.HasPrefix(line, b.Bytes()) {
 		return false
 	}
-	b.WriteByte('}')
-	return bytes.Equal(b.Bytes(), line)
+	head := b.Len()
+	if writeJSON(b, l.Event) != nil {
+		return false
+	}
+	// The payload's object, whose braces the line shares with the header.
+	obj, rest := bytes.TrimSpace(b.Bytes()[head:]), line[head:]
+	if len(obj) < 2 || obj[0] != '{' {
+		return false
+	}
+	if inner := obj[1 : len(obj)-1]; len(inner) > 0 {
+		if len(rest) == 0 || rest[0] != ',' {
+			return false
+		}
+		rest = rest[1:]
+		if !bytes.HasPrefix(rest, inner) {
+			return false
+		}
+		rest = rest[len(inner):]
+	}
+	return string(rest) == "}"
 }
+
+// canonicalBuf holds Canonical's renderings between calls: it runs once
+// for every line of a long stream.
+var canonicalBuf = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // SplitCanonical takes a canonical line (Canonical) apart: its "at" as the
 // raw JSON string it holds (nil when the line has none), its event name,

@@ -133,9 +133,7 @@ func Project(w io.Writer, s *Stream, src Source) error {
 		return err
 	}
 	out.WriteString("\n  ],\n  \"requests\": ")
-	if err := writeRequests(out, sum); err != nil {
-		return err
-	}
+	writeRequests(out, sum)
 	m, err := indented(sum.m, "  ")
 	if err != nil {
 		return err
@@ -290,30 +288,63 @@ func canonicalKind(name, payload []byte) []byte {
 }
 
 // writeRequests lists each usage event's request and the events carrying
-// its id.
-func writeRequests(out *bufio.Writer, sum *summary) error {
+// its id, as the document's encoder writes a Request at its depth.
+func writeRequests(out *bufio.Writer, sum *summary) {
 	if len(sum.requests) == 0 {
 		out.WriteString("[]")
-		return nil
+		return
 	}
 	out.WriteString("[")
+	var b []byte
+	str := func(s *string) []byte {
+		if s == nil {
+			return []byte("null")
+		}
+		return jsonString(*s)
+	}
+	num := func(n *uint64) []byte {
+		if n == nil {
+			return []byte("null")
+		}
+		return strconv.AppendUint(nil, *n, 10)
+	}
 	for i, r := range sum.requests {
-		r.Events = []int{}
-		if r.RequestID != nil {
-			r.Events = append(r.Events, sum.byRequest[*r.RequestID]...)
-		}
-		b, err := indented(r, "    ")
-		if err != nil {
-			return err
-		}
+		b = b[:0]
 		if i > 0 {
-			out.WriteString(",")
+			b = append(b, ',')
 		}
-		out.WriteString("\n    ")
+		b = append(b, "\n    {\n      \"source_line\": "...)
+		b = strconv.AppendInt(b, int64(r.SourceLine), 10)
+		for _, f := range []struct {
+			key string
+			v   []byte
+		}{{"request_id", str(r.RequestID)}, {"model", str(r.Model)}, {"input_tokens", num(r.InputTokens)}, {"output_tokens", num(r.OutputTokens)},
+			{"cache_read_input_tokens", num(r.CacheReadInputTokens)}, {"cache_creation_input_tokens", num(r.CacheCreationInputTokens)}} {
+			b = append(append(append(b, ",\n      \""...), f.key...), "\": "...)
+			b = append(b, f.v...)
+		}
+		b = append(b, ",\n      \"events\": "...)
+		var events []int
+		if r.RequestID != nil {
+			events = sum.byRequest[*r.RequestID]
+		}
+		if len(events) == 0 {
+			b = append(b, "[]"...)
+		} else {
+			for k, e := range events {
+				if k > 0 {
+					b = append(b, ',')
+				} else {
+					b = append(b, '[')
+				}
+				b = strconv.AppendInt(append(b, "\n        "...), int64(e), 10)
+			}
+			b = append(b, "\n      ]"...)
+		}
+		b = append(b, "\n    }"...)
 		out.Write(b)
 	}
 	out.WriteString("\n  ]")
-	return nil
 }
 
 // indented is v as the document's encoder writes it at a depth whose lines
