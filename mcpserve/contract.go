@@ -182,7 +182,7 @@ func readContractFile(path string) ([]byte, error) {
 	case errors.Is(err, inputfile.ErrNotRegular):
 		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the tool contract's file itself", err)
 	case errors.Is(err, inputfile.ErrTooLarge):
-		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v (4 MiB); split the contract or trim its schemas", err)
+		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; split the contract or trim its schemas", err)
 	case err != nil:
 		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the path of a readable tool contract file", err)
 	}

@@ -110,7 +110,7 @@ func (c *projectCmd) open(path string, from launcher.Replayer) (*traceir.Stream,
 
 func unreadable(err error) error {
 	if errors.Is(err, inputfile.ErrTooLarge) {
-		return exit.Within(traceir.RefuseUnreadable, err, "%v (256 MiB, the largest raw record project --from reads; its kind's reader takes it whole); project the run's own event stream instead, which has no such bound", err)
+		return exit.Within(traceir.RefuseUnreadable, err, "%v, the largest raw record project --from reads (its kind's reader takes it whole); project the run's own event stream instead, which has no such bound", err)
 	}
 	return exit.Within(traceir.RefuseUnreadable, err, "%v; name a recorded stream or raw record, a regular file", err)
 }

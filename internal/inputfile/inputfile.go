@@ -154,11 +154,25 @@ func notRegular(path string, m fs.FileMode) error {
 }
 
 func tooLarge(path string, size, max int64) error {
-	d := "is past its limit of " + strconv.FormatInt(max, 10) + " bytes"
+	d := "is past its limit of " + strconv.FormatInt(max, 10) + " bytes" + inUnits(max)
 	if size >= 0 {
-		d = fmt.Sprintf("is %d bytes, past its limit of %d", size, max)
+		d = fmt.Sprintf("is %d bytes, past its limit of %d%s", size, max, inUnits(max))
 	}
 	return &Error{Path: path, Detail: d, Err: ErrTooLarge}
+}
+
+// inUnits says a limit the way people state it, " (4 MiB)", when it is a
+// whole number of KiB, MiB or GiB; "" otherwise.
+func inUnits(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf(" (%d %s)", n/u.size, u.name)
+		}
+	}
+	return ""
 }
 
 // reason is a system error without the path it repeats.
