@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/metaharness/metaharness/exit"
@@ -430,6 +431,14 @@ func (e *Entry) setInput(input any) error {
 	}
 	e.Input = schema
 	e.inputJSON = appendJSON(nil, schema, "", false)
+	// mcp-go refuses a tool whose x-mcp-header annotations break its rules
+	// by panicking as the tool is added; the check is a JSON round trip of
+	// the schema, so it runs here only where the annotation is written.
+	if bytes.Contains(e.inputJSON, []byte(`"x-mcp-header"`)) {
+		if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: e.Published(), RawInputSchema: e.inputJSON}); err != nil {
+			return fieldErr("input", "%v (MCP's rule for x-mcp-header: a header name, each used once, on a string, integer or boolean field; mcp-serve could not publish the entry)", err)
+		}
+	}
 	return nil
 }
 

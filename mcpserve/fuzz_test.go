@@ -111,7 +111,7 @@ func FuzzJSONTreeMatchesYAML(f *testing.F) {
 			f.Add(c.CopyBytes())
 		}
 	}
-	for _, s := range []string{`{}`, `{"a":1e400,"b":-0.0,"c":[true,false,null,[]]}`, "{\n\"a\"\t:\n{\"b\":\"\\u00e9\\n\\\"\"},\n\"c\":{}}",
+	for _, s := range []string{`{}`, "\n\n {\"a\":{}}", `{"a":tru}`, `{"a":1,}`, `{"a":[1,]}`, `{"a":01}`, `{"a":"\x"}`, `{"a":1} {}`, `{"a":1e400,"b":-0.0,"c":[true,false,null,[]]}`, "{\n\"a\"\t:\n{\"b\":\"\\u00e9\\n\\\"\"},\n\"c\":{}}",
 		`{"a":1,"a":2}`, `{"a":"\ud83d\ude00"}`, `{"<<":{"a":1}}`, `{"a":[{"b":{}}]} x`, `[1]`} {
 		f.Add([]byte(s))
 	}
@@ -119,6 +119,9 @@ func FuzzJSONTreeMatchesYAML(f *testing.F) {
 		j, ok := jsonTree(data)
 		if !ok {
 			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("jsonTree read %q, which is not JSON", data)
 		}
 		y, err := yamlTree(data)
 		if err != nil {

@@ -2,7 +2,6 @@ package mcpserve
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/jsonscan"
@@ -17,17 +16,20 @@ import (
 // anything it does not read that way (not JSON, a key given twice, too deep,
 // past the budget): the YAML path then reads it and says what is wrong.
 func jsonTree(data []byte) (v any, ok bool) {
-	data = bytes.TrimLeft(data, " \t\r\n")
-	if len(data) == 0 || data[0] != '{' || !json.Valid(data) {
+	r := &jsonReader{data: data, line: 1, b: treeBuilder{budget: MaxContractBytes}}
+	if r.space(); !r.at('{') {
 		return nil, false
 	}
-	r := &jsonReader{data: data, line: 1, b: treeBuilder{budget: MaxContractBytes}}
-	v, ok = r.value()
-	return v, ok
+	if v, ok = r.value(); !ok {
+		return nil, false
+	}
+	r.space()
+	return v, r.pos == len(data)
 }
 
-// jsonReader walks text json.Valid accepted, so it checks no grammar; line
-// counts the newlines passed, which JSON allows only between tokens.
+// jsonReader reads JSON text token by token, checking its grammar as it
+// goes; line counts the newlines passed, which JSON allows only between
+// tokens.
 type jsonReader struct {
 	data []byte
 	pos  int
@@ -48,11 +50,16 @@ func (r *jsonReader) space() {
 	}
 }
 
+func (r *jsonReader) at(c byte) bool { return r.pos < len(r.data) && r.data[r.pos] == c }
+
 // value reads the value at the next token, spending the budget as
 // treeBuilder does for the YAML node of the same text.
 func (r *jsonReader) value() (any, bool) {
 	r.space()
-	switch c := r.data[r.pos]; c {
+	if r.pos >= len(r.data) {
+		return nil, false
+	}
+	switch r.data[r.pos] {
 	case '{':
 		return r.object()
 	case '[':
@@ -60,30 +67,34 @@ func (r *jsonReader) value() (any, bool) {
 	case '"':
 		s, ok := r.str()
 		return s, ok && r.b.spend(len(s)+2) == nil
-	case 't':
-		r.pos += len("true")
-		return true, r.b.spend(len("true")+2) == nil
-	case 'f':
-		r.pos += len("false")
-		return false, r.b.spend(len("false")+2) == nil
-	case 'n':
-		r.pos += len("null")
-		return nil, r.b.spend(len("null")+2) == nil
+	}
+	for _, lit := range []struct {
+		word string
+		v    any
+	}{{"true", true}, {"false", false}, {"null", nil}} {
+		if bytes.HasPrefix(r.data[r.pos:], []byte(lit.word)) {
+			r.pos += len(lit.word)
+			return lit.v, r.b.spend(len(lit.word)+2) == nil
+		}
 	}
 	start := r.pos
 	for r.pos < len(r.data) && strings.IndexByte("+-.eE0123456789", r.data[r.pos]) >= 0 {
 		r.pos++
 	}
 	n := Number(r.data[start:r.pos])
-	return n, r.b.spend(len(n)+2) == nil
+	return n, jsonNumber().MatchString(string(n)) && r.b.spend(len(n)+2) == nil
 }
 
-// str reads the string at r.pos.
+// str reads the string at r.pos: closed, and decoding as JSON.
 func (r *jsonReader) str() (string, bool) {
 	start := r.pos
 	r.pos++
 	for {
-		q := bytes.IndexByte(r.data[r.pos:], '"') + r.pos
+		q := bytes.IndexByte(r.data[r.pos:], '"')
+		if q < 0 {
+			return "", false
+		}
+		q += r.pos
 		backslashes := 0
 		for k := q - 1; r.data[k] == '\\'; k-- {
 			backslashes++
@@ -103,36 +114,70 @@ func (r *jsonReader) deeper() bool {
 }
 
 func (r *jsonReader) object() (any, bool) {
-	obj := &Object{Line: r.line}
+	obj := &Object{Line: r.line, Members: make([]Member, 0, 4)}
 	if !r.deeper() {
 		return nil, false
 	}
 	defer func() { r.b.depth-- }()
 	r.pos++ // {
-	seen := map[string]bool{}
+	r.space()
+	if r.at('}') {
+		r.pos++
+		return obj, true
+	}
+	var seen map[string]bool // made past a few keys; below, the members are searched
 	for {
 		r.space()
-		if r.data[r.pos] == '}' {
-			r.pos++
-			return obj, true
-		}
-		if r.data[r.pos] == ',' {
-			r.pos++
-			r.space()
-		}
-		k, ok := r.str()
-		if !ok || seen[k] {
+		if !r.at('"') {
 			return nil, false
 		}
-		seen[k] = true
-		r.space()
-		r.pos++ // :
+		k, ok := r.str()
+		if !ok || r.seen(obj, seen, k) {
+			return nil, false
+		}
+		if len(obj.Members) == 8 {
+			seen = map[string]bool{}
+			for _, m := range obj.Members {
+				seen[m.Key] = true
+			}
+		}
+		if seen != nil {
+			seen[k] = true
+		}
+		if r.space(); !r.at(':') {
+			return nil, false
+		}
+		r.pos++
 		v, ok := r.value()
 		if !ok || r.b.spend(len(k)+4) != nil {
 			return nil, false
 		}
 		obj.Members = append(obj.Members, Member{Key: k, Value: v})
+		r.space()
+		switch {
+		case r.at(','):
+			r.pos++
+		case r.at('}'):
+			r.pos++
+			return obj, true
+		default:
+			return nil, false
+		}
 	}
+}
+
+// seen reports whether obj already has key k: in seen once it is made,
+// else among its few members.
+func (r *jsonReader) seen(obj *Object, seen map[string]bool, k string) bool {
+	if seen != nil {
+		return seen[k]
+	}
+	for _, m := range obj.Members {
+		if m.Key == k {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *jsonReader) array() (any, bool) {
@@ -142,19 +187,26 @@ func (r *jsonReader) array() (any, bool) {
 	defer func() { r.b.depth-- }()
 	r.pos++ // [
 	out := []any{}
+	r.space()
+	if r.at(']') {
+		r.pos++
+		return out, true
+	}
 	for {
-		r.space()
-		switch r.data[r.pos] {
-		case ']':
-			r.pos++
-			return out, true
-		case ',':
-			r.pos++
-		}
 		v, ok := r.value()
 		if !ok || r.b.spend(1) != nil {
 			return nil, false
 		}
 		out = append(out, v)
+		r.space()
+		switch {
+		case r.at(','):
+			r.pos++
+		case r.at(']'):
+			r.pos++
+			return out, true
+		default:
+			return nil, false
+		}
 	}
 }

@@ -12,6 +12,7 @@
 package inputfile
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -93,10 +94,13 @@ func ReadFrom(f *os.File, path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, tooLarge(path, fi.Size(), max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	// Room for the whole file as it was stated, read in one go.
+	var b bytes.Buffer
+	b.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := b.ReadFrom(io.LimitReader(f, max+1)); err != nil {
 		return nil, &Error{Path: path, Detail: "cannot be read (" + reason(err) + ")", Err: err}
 	}
+	data := b.Bytes()
 	if int64(len(data)) > max {
 		return nil, tooLarge(path, -1, max)
 	}
