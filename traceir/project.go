@@ -65,17 +65,31 @@ type adapterRef struct {
 	WrittenAgainst []string `json:"written_against"`
 }
 
-// Request is one model request, from a usage event, and the events that
-// carry its request id.
-type Request struct {
-	SourceLine               int     `json:"source_line"`
-	RequestID                *string `json:"request_id"`
-	Model                    *string `json:"model"`
-	InputTokens              *uint64 `json:"input_tokens"`
-	OutputTokens             *uint64 `json:"output_tokens"`
-	CacheReadInputTokens     *uint64 `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens *uint64 `json:"cache_creation_input_tokens"`
-	Events                   []int   `json:"events"`
+// request is one model request, from a usage event, as the document lists
+// it: the values kept, not the decoded event, so that a long session's
+// requests cost a few dozen bytes each.
+type request struct {
+	line            int
+	id, model       string // each shares the decoded line's bytes
+	hasID, hasModel bool
+	tokens          [4]uint64 // input, output, cache read, cache creation
+	has             [4]bool
+}
+
+func requestOf(n int, e *record.UsageEvent) request {
+	r := request{line: n}
+	if e.RequestID != nil {
+		r.id, r.hasID = *e.RequestID, true
+	}
+	if e.Model != nil {
+		r.model, r.hasModel = *e.Model, true
+	}
+	for i, t := range []*uint64{e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CacheReadInputTokens, e.Usage.CacheCreationInputTokens} {
+		if t != nil {
+			r.tokens[i], r.has[i] = *t, true
+		}
+	}
+	return r
 }
 
 // Metaharness holds what only metaharness knows of the run.
@@ -150,7 +164,7 @@ type summary struct {
 	lines     int
 	canonical bool // every line as a record.Writer writes it
 	m         Metaharness
-	requests  []Request        // one per usage event, its events listed last
+	requests  []request        // one per usage event
 	byRequest map[string][]int // request id → the indices of its events
 }
 
@@ -188,11 +202,7 @@ func summarize(s *Stream) (*summary, error) {
 		case *record.SessionEnded:
 			sum.m.Census = e.Census
 		case *record.UsageEvent:
-			sum.requests = append(sum.requests, Request{
-				SourceLine: n, RequestID: e.RequestID, Model: e.Model,
-				InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens,
-				CacheReadInputTokens: e.Usage.CacheReadInputTokens, CacheCreationInputTokens: e.Usage.CacheCreationInputTokens,
-			})
+			sum.requests = append(sum.requests, requestOf(n, e))
 		}
 		return nil
 	})
@@ -288,7 +298,7 @@ func canonicalKind(name, payload []byte) []byte {
 }
 
 // writeRequests lists each usage event's request and the events carrying
-// its id, as the document's encoder writes a Request at its depth.
+// its id, as the document's encoder writes them at their depth.
 func writeRequests(out *bufio.Writer, sum *summary) {
 	if len(sum.requests) == 0 {
 		out.WriteString("[]")
@@ -296,17 +306,17 @@ func writeRequests(out *bufio.Writer, sum *summary) {
 	}
 	out.WriteString("[")
 	var b []byte
-	str := func(s *string) []byte {
-		if s == nil {
+	str := func(s string, has bool) []byte {
+		if !has {
 			return []byte("null")
 		}
-		return jsonString(*s)
+		return jsonString(s)
 	}
-	num := func(n *uint64) []byte {
-		if n == nil {
+	num := func(r request, i int) []byte {
+		if !r.has[i] {
 			return []byte("null")
 		}
-		return strconv.AppendUint(nil, *n, 10)
+		return strconv.AppendUint(nil, r.tokens[i], 10)
 	}
 	for i, r := range sum.requests {
 		b = b[:0]
@@ -314,19 +324,19 @@ func writeRequests(out *bufio.Writer, sum *summary) {
 			b = append(b, ',')
 		}
 		b = append(b, "\n    {\n      \"source_line\": "...)
-		b = strconv.AppendInt(b, int64(r.SourceLine), 10)
+		b = strconv.AppendInt(b, int64(r.line), 10)
 		for _, f := range []struct {
 			key string
 			v   []byte
-		}{{"request_id", str(r.RequestID)}, {"model", str(r.Model)}, {"input_tokens", num(r.InputTokens)}, {"output_tokens", num(r.OutputTokens)},
-			{"cache_read_input_tokens", num(r.CacheReadInputTokens)}, {"cache_creation_input_tokens", num(r.CacheCreationInputTokens)}} {
+		}{{"request_id", str(r.id, r.hasID)}, {"model", str(r.model, r.hasModel)}, {"input_tokens", num(r, 0)}, {"output_tokens", num(r, 1)},
+			{"cache_read_input_tokens", num(r, 2)}, {"cache_creation_input_tokens", num(r, 3)}} {
 			b = append(append(append(b, ",\n      \""...), f.key...), "\": "...)
 			b = append(b, f.v...)
 		}
 		b = append(b, ",\n      \"events\": "...)
 		var events []int
-		if r.RequestID != nil {
-			events = sum.byRequest[*r.RequestID]
+		if r.hasID {
+			events = sum.byRequest[r.id]
 		}
 		if len(events) == 0 {
 			b = append(b, "[]"...)
