@@ -123,12 +123,22 @@ func TestCopyReadsBackRandomUnicode(t *testing.T) {
 					t.Fatalf("seed %d #%d: the copy holds U+%04X raw", seed, i, ch)
 				}
 			}
-			back, err := ParseContract("copy", data)
+			viaYAML, err := yamlTree(data)
 			if err != nil {
 				t.Fatalf("seed %d #%d: the copy does not read back through YAML: %v\n%s", seed, i, err, data)
 			}
-			if eq, where := c.Equal(back); !eq {
-				t.Fatalf("seed %d #%d: YAML read back a different catalogue at %s", seed, i, where)
+			backYAML, err := contractFromTree("copy", viaYAML)
+			if err != nil {
+				t.Fatalf("seed %d #%d: the copy read through YAML does not check: %v", seed, i, err)
+			}
+			backServer, err := ParseContract("copy", data)
+			if err != nil {
+				t.Fatalf("seed %d #%d: the server's loader does not read the copy back: %v", seed, i, err)
+			}
+			for how, back := range map[string]*Contract{"YAML": backYAML, "the server's loader": backServer} {
+				if eq, where := c.Equal(back); !eq {
+					t.Fatalf("seed %d #%d: %s read back a different catalogue at %s", seed, i, how, where)
+				}
 			}
 			dec := json.NewDecoder(bytes.NewReader(data))
 			dec.UseNumber()
