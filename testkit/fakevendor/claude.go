@@ -75,7 +75,7 @@ var (
 //	hang                  wait to be stopped
 //	exit CODE             end at once, without a terminal record
 //	repeat N LINE         LINE played N times, each %d in it the count
-//	                      (1…N): a long session in a line
+//	                      (1…N): a long session in a line (repeat.go)
 func Claude(args []string, stdout, stderr io.Writer) int {
 	if slices.Contains(args, "--version") {
 		fmt.Fprintln(stdout, ClaudeVersion+" (Claude Code)")
@@ -158,90 +158,62 @@ func (c *claude) emit(rec map[string]any) {
 }
 
 func (c *claude) play(script string) int {
-	for n, line := range strings.Split(script, "\n") {
+	for n, line := range strings.Split(expandRepeats(script), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if count, body, ok := repeated(line); ok {
-			for i := 1; i <= count; i++ {
-				if code := c.line(n, strings.ReplaceAll(body, "%d", strconv.Itoa(i))); code >= 0 {
-					return code
-				}
+		verb, rest, _ := strings.Cut(line, " ")
+		switch verb {
+		case "init":
+			if err := c.init(); err != nil {
+				fmt.Fprintf(c.stderr, "fake claude: %v\n", err)
+				return 1
 			}
-			continue
-		}
-		if code := c.line(n, line); code >= 0 {
+		case "text":
+			c.assistant(map[string]any{"type": "text", "text": rest})
+		case "tool":
+			id, rest, _ := strings.Cut(rest, " ")
+			name, input, _ := strings.Cut(rest, " ")
+			if !json.Valid([]byte(input)) {
+				fmt.Fprintf(c.stderr, "fake claude: script line %d: the input of %s is not JSON\n", n+1, id)
+				return 1
+			}
+			c.tool(id, name, json.RawMessage(input))
+		case "result":
+			c.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest,
+				"num_turns": c.turns, "stop_reason": "end_turn", "terminal_reason": "completed", "permission_denials": []any{},
+				"usage": map[string]any{"input_tokens": c.msgs, "output_tokens": c.msgs}})
+		case "stderr":
+			fmt.Fprintln(c.stderr, rest)
+		case "sleep":
+			d, err := time.ParseDuration(rest)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "fake claude: script line %d: %v\n", n+1, err)
+				return 1
+			}
+			time.Sleep(d)
+		case "noise":
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "fake claude: script line %d: %v\n", n+1, err)
+				return 1
+			}
+			line := bytes.Repeat([]byte("x"), n)
+			_, _ = c.stdout.Write(append(line, '\n'))
+		case "hang":
+			for {
+				time.Sleep(time.Hour)
+			}
+		case "exit":
+			code, _ := strconv.Atoi(rest)
 			return code
+		default:
+			fmt.Fprintf(c.stderr, "fake claude: script line %d: no directive %q\n", n+1, verb)
+			return 1
 		}
 	}
 	return 0
-}
-
-// repeated reads a "repeat N LINE" script line.
-func repeated(line string) (int, string, bool) {
-	rest, ok := strings.CutPrefix(line, "repeat ")
-	if !ok {
-		return 0, "", false
-	}
-	count, body, _ := strings.Cut(rest, " ")
-	n, err := strconv.Atoi(count)
-	return n, body, err == nil && n >= 0 && body != ""
-}
-
-// line plays one script line (n its index): -1 to go on, else the exit
-// status to end with.
-func (c *claude) line(n int, line string) int {
-	verb, rest, _ := strings.Cut(line, " ")
-	switch verb {
-	case "init":
-		if err := c.init(); err != nil {
-			fmt.Fprintf(c.stderr, "fake claude: %v\n", err)
-			return 1
-		}
-	case "text":
-		c.assistant(map[string]any{"type": "text", "text": rest})
-	case "tool":
-		id, rest, _ := strings.Cut(rest, " ")
-		name, input, _ := strings.Cut(rest, " ")
-		if !json.Valid([]byte(input)) {
-			fmt.Fprintf(c.stderr, "fake claude: script line %d: the input of %s is not JSON\n", n+1, id)
-			return 1
-		}
-		c.tool(id, name, json.RawMessage(input))
-	case "result":
-		c.emit(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": rest,
-			"num_turns": c.turns, "stop_reason": "end_turn", "terminal_reason": "completed", "permission_denials": []any{},
-			"usage": map[string]any{"input_tokens": c.msgs, "output_tokens": c.msgs}})
-	case "stderr":
-		fmt.Fprintln(c.stderr, rest)
-	case "sleep":
-		d, err := time.ParseDuration(rest)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "fake claude: script line %d: %v\n", n+1, err)
-			return 1
-		}
-		time.Sleep(d)
-	case "noise":
-		n, err := strconv.Atoi(rest)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "fake claude: script line %d: %v\n", n+1, err)
-			return 1
-		}
-		line := bytes.Repeat([]byte("x"), n)
-		_, _ = c.stdout.Write(append(line, '\n'))
-	case "hang":
-		for {
-			time.Sleep(time.Hour)
-		}
-	case "exit":
-		code, _ := strconv.Atoi(rest)
-		return code
-	default:
-		fmt.Fprintf(c.stderr, "fake claude: script line %d: no directive %q\n", n+1, verb)
-		return 1
-	}
-	return -1
 }
 
 // init starts the MCP servers the launch names and prints the opening
