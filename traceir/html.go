@@ -204,22 +204,15 @@ func sameCall(a, b *call) bool {
 
 // call reads what the page shows of a call from its lines.
 func (v *runView) call(r callRef) (*call, error) {
-	l, err := v.s.lineAt(r.requested.n, r.requested.off, r.requested.size)
+	req, err := eventAt[*record.ToolRequested](v.s, r.requested, "tool.requested")
 	if err != nil {
 		return nil, err
 	}
-	req, ok := l.Event.(*record.ToolRequested)
-	if !ok {
-		return nil, v.s.changed(fmt.Sprintf("line %d is no longer a tool.requested", r.requested.n))
-	}
 	c := &call{Name: req.Name, Input: clip(string(req.Input), 200), Decision: "none recorded", Result: "none recorded"}
 	if r.decided.n > 0 {
-		if l, err = v.s.lineAt(r.decided.n, r.decided.off, r.decided.size); err != nil {
+		e, err := eventAt[*record.ToolDecided](v.s, r.decided, "tool.decided")
+		if err != nil {
 			return nil, err
-		}
-		e, ok := l.Event.(*record.ToolDecided)
-		if !ok {
-			return nil, v.s.changed(fmt.Sprintf("line %d is no longer a tool.decided", r.decided.n))
 		}
 		c.Decision, c.Denied = e.Decision.Decision+" by "+e.DecidedBy, e.Decision.Decision == record.Deny
 		if e.Decision.Reason != "" {
@@ -227,12 +220,9 @@ func (v *runView) call(r callRef) (*call, error) {
 		}
 	}
 	if r.result.n > 0 {
-		if l, err = v.s.lineAt(r.result.n, r.result.off, r.result.size); err != nil {
+		e, err := eventAt[*record.ToolResult](v.s, r.result, "tool.result")
+		if err != nil {
 			return nil, err
-		}
-		e, ok := l.Event.(*record.ToolResult)
-		if !ok {
-			return nil, v.s.changed(fmt.Sprintf("line %d is no longer a tool.result", r.result.n))
 		}
 		c.Result = clip(contentText(e.Content), 200)
 		if e.IsError != nil && *e.IsError {
@@ -240,6 +230,21 @@ func (v *runView) call(r callRef) (*call, error) {
 		}
 	}
 	return c, nil
+}
+
+// eventAt reads the event an earlier pass found at r again, which must
+// still be the name it was.
+func eventAt[T record.Event](s *Stream, r lineRef, name string) (T, error) {
+	var none T
+	l, err := s.lineAt(r.n, r.off, r.size)
+	if err != nil {
+		return none, err
+	}
+	e, ok := l.Event.(T)
+	if !ok {
+		return none, s.changed(fmt.Sprintf("line %d is no longer a %s", r.n, name))
+	}
+	return e, nil
 }
 
 // viewOf is the first pass over a run: everything the page shows of it but
