@@ -22,7 +22,10 @@ const MaxLineBytes = 64 << 20
 // Stream is an event stream and the name it is known by in errors. It is
 // read from its start for each pass a projection makes, never held whole:
 // its bytes are the first size bytes of r, so a file that grows while it is
-// projected is read to the same length on every pass.
+// projected is read to the same length on every pass. A stream that can be
+// read only once (a pipe) cannot be one: the document's digest comes first,
+// so the stream is read to its end before anything is written (project
+// refuses anything but a regular file).
 type Stream struct {
 	Name string
 	r    io.ReaderAt
