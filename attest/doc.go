@@ -26,7 +26,7 @@
 //	tap := &attest.Tap{}                      // record.NewWriter(io.MultiWriter(stdout, tap), id)
 //	... the session ...
 //	res, err := aud.Run(ctx, transcript, w)   // re-check, then invoke; err is exit 2
-//	ev := attest.Evaluate(tap.Lines(), launch) // or ReadStream(file) for a recorded stream
+//	ev := tap.Evaluate(launch)                // or Evaluate(ReadStream(file)) for a recorded stream
 //	code, err := ev.Conclude(stderr, launch.AuditOwed(), res, childExit)
 //	doc := ev.Document(kind, launch.AuditOwed(), res, childExit) // --attestation FILE
 //

@@ -140,17 +140,48 @@ const maxListed = 10
 // Evaluate reads a recorded stream (in order) against the launch's declared
 // facts. It never fails: what the stream does not say is unk.
 func Evaluate(lines []*record.EventLine, l Launch) *Evaluation {
-	s := scan(lines)
+	var sc Scan
+	for _, line := range lines {
+		sc.Add(line)
+	}
+	return sc.Evaluate(l)
+}
+
+// Scan reads a stream a line at a time and keeps what Evaluate judges, not
+// the lines: the first opening and terminal records, the marker, the first
+// warning of each check, counts, and of the tool calls what H13 needs (the
+// ids decided, and each call not decided yet with its name). A run's Tap
+// feeds one as the stream is written; its memory grows with the tool calls
+// by an id each, never with the events' payloads.
+type Scan struct {
+	s        scanned
+	complete record.CompletenessCheck
+	runID    string
+	lines    int
+}
+
+// Add takes the stream's next line; a line that could not be read is added
+// as an empty EventLine, which keeps its place.
+func (sc *Scan) Add(line *record.EventLine) {
+	if sc.lines == 0 {
+		sc.runID = line.Run
+	}
+	sc.lines++
+	sc.complete.Add(line)
+	sc.s.add(line)
+}
+
+// Evaluate judges the lines added so far.
+func (sc *Scan) Evaluate(l Launch) *Evaluation {
+	s := &sc.s
 	e := &Evaluation{
 		Mode:     l.Hermetic,
-		Stream:   record.CheckCompleteness(lines),
+		Stream:   sc.complete.Result(),
 		Terminal: TerminalNone,
+		RunID:    sc.runID,
 	}
 	if e.Mode == "" {
 		e.Mode = ModeOff
-	}
-	if len(lines) > 0 {
-		e.RunID = lines[0].Run
 	}
 	e.Attestation = s.attestation()
 	if s.ended != nil {
@@ -189,15 +220,23 @@ type scanned struct {
 	started *record.SessionStarted
 	ended   *record.SessionEnded
 	closed  *record.StreamClosed
-	decided []*record.ToolDecided
-	egress  []string
-	// H13: the calls on the record (tool.requested, in order), the
-	// results of each call id (is_error), the texts recorded as the
-	// model's, and the first warning of the wire check.
-	requested []*record.ToolRequested
-	results   map[string]bool
-	texts     int
-	wire      *record.Warning
+	// The census recounted from the tool.decided events, for a stream
+	// whose terminal record has none.
+	decisions record.Census
+	decidedN  int
+	egress    []string // the first maxListed refused egress attempts
+	egressN   int
+	// H13: the ids of the calls some seam decided; each call on the record
+	// (tool.requested) not decided yet, with its name and its place among
+	// them; the last result's error flag of each id not decided yet; and
+	// the counts of calls and of texts recorded as the model's.
+	decided    map[string]bool
+	undecided  map[string]pendingCall
+	errored    map[string]bool
+	requestedN int
+	texts      int
+	// The first warning of the wire check.
+	wire *record.Warning
 	// H8: the first warning of the hook check.
 	hook *record.Warning
 	// requestsNotOnWire and requestsNotOnRecord count the
@@ -205,56 +244,95 @@ type scanned struct {
 	requestsNotOnWire, requestsNotOnRecord int
 }
 
-func scan(lines []*record.EventLine) scanned {
-	var s scanned
-	for _, line := range lines {
-		switch ev := line.Event.(type) {
-		case *record.SessionStarted:
-			if s.started == nil {
-				s.started = ev
+// pendingCall is a call on the record no seam has decided yet.
+type pendingCall struct {
+	place int // among the calls on the record, from 0
+	name  string
+}
+
+func (s *scanned) add(line *record.EventLine) {
+	switch ev := line.Event.(type) {
+	case *record.SessionStarted:
+		if s.started == nil {
+			s.started = ev
+		}
+	case *record.SessionEnded:
+		if s.ended == nil {
+			s.ended = ev
+		}
+	case *record.StreamClosed:
+		s.closed = ev
+	case *record.ToolDecided:
+		s.decidedN++
+		s.recount(ev)
+		if s.decided == nil {
+			s.decided = map[string]bool{}
+		}
+		s.decided[ev.CallID] = true
+		delete(s.undecided, ev.CallID)
+		delete(s.errored, ev.CallID)
+	case *record.ToolRequested:
+		if _, waiting := s.undecided[ev.CallID]; !waiting && !s.decided[ev.CallID] {
+			if s.undecided == nil {
+				s.undecided = map[string]pendingCall{}
 			}
-		case *record.SessionEnded:
-			if s.ended == nil {
-				s.ended = ev
+			s.undecided[ev.CallID] = pendingCall{place: s.requestedN, name: ev.Name}
+		}
+		s.requestedN++
+	case *record.ToolResult:
+		if !s.decided[ev.CallID] {
+			if s.errored == nil {
+				s.errored = map[string]bool{}
 			}
-		case *record.StreamClosed:
-			s.closed = ev
-		case *record.ToolDecided:
-			s.decided = append(s.decided, ev)
-		case *record.ToolRequested:
-			s.requested = append(s.requested, ev)
-		case *record.ToolResult:
-			if s.results == nil {
-				s.results = map[string]bool{}
-			}
-			s.results[ev.CallID] = ev.IsError != nil && *ev.IsError
-		case *record.Text:
-			s.texts++
-		case *record.Warning:
-			switch {
-			case ev.Code == EgressRefused:
+			s.errored[ev.CallID] = ev.IsError != nil && *ev.IsError
+		}
+	case *record.Text:
+		s.texts++
+	case *record.Warning:
+		switch {
+		case ev.Code == EgressRefused:
+			if s.egressN++; len(s.egress) < maxListed {
 				s.egress = append(s.egress, ev.Message)
-			case slices.Contains(hookCodes, ev.Code):
-				if s.hook == nil {
-					s.hook = ev
-				}
-				if ev.Code == DecisionNotOnRecord {
-					s.requestsNotOnRecord++
-				}
-			case slices.Contains(wireCodes, ev.Code):
-				if s.wire == nil {
-					s.wire = ev
-				}
-				if ev.Code == DecisionNotOnWire {
-					s.requestsNotOnWire++
-				}
+			}
+		case slices.Contains(hookCodes, ev.Code):
+			if s.hook == nil {
+				s.hook = ev
+			}
+			if ev.Code == DecisionNotOnRecord {
+				s.requestsNotOnRecord++
+			}
+		case slices.Contains(wireCodes, ev.Code):
+			if s.wire == nil {
+				s.wire = ev
+			}
+			if ev.Code == DecisionNotOnWire {
+				s.requestsNotOnWire++
 			}
 		}
 	}
-	return s
 }
 
-func (s scanned) attestation() *record.Attestation {
+// recount adds one tool.decided to the census recounted from them.
+func (s *scanned) recount(d *record.ToolDecided) {
+	c := &s.decisions
+	if c.BySeam == nil {
+		c.BySeam, c.ByDecider = map[string]uint64{}, map[string]uint64{}
+	}
+	switch d.Decision.Decision {
+	case record.Allow:
+		c.Allowed++
+	case record.Deny:
+		c.Denied++
+	case record.Replace:
+		c.Replaced++
+	case record.Abstain:
+		c.Abstained++
+	}
+	c.BySeam[d.Seam]++
+	c.ByDecider[d.DecidedBy]++
+}
+
+func (s *scanned) attestation() *record.Attestation {
 	if s.started == nil {
 		return nil
 	}
@@ -277,26 +355,15 @@ func terminalWords(end *record.SessionEnded) string {
 	return strings.Join(parts, ", ")
 }
 
-// census takes the terminal record's census when there is one, else recounts
-// the tool.decided events.
-func census(s scanned) (record.Census, string) {
+// census takes the terminal record's census when there is one, else the
+// one recounted from the tool.decided events.
+func census(s *scanned) (record.Census, string) {
 	if s.ended != nil && s.ended.Census != nil {
 		return *s.ended.Census, "terminal record"
 	}
-	c := record.Census{BySeam: map[string]uint64{}, ByDecider: map[string]uint64{}}
-	for _, d := range s.decided {
-		switch d.Decision.Decision {
-		case record.Allow:
-			c.Allowed++
-		case record.Deny:
-			c.Denied++
-		case record.Replace:
-			c.Replaced++
-		case record.Abstain:
-			c.Abstained++
-		}
-		c.BySeam[d.Seam]++
-		c.ByDecider[d.DecidedBy]++
+	c := s.decisions
+	if c.BySeam == nil {
+		c.BySeam, c.ByDecider = map[string]uint64{}, map[string]uint64{}
 	}
 	c.NotOnWire = uint64(s.requestsNotOnWire)
 	c.NotOnRecord = uint64(s.requestsNotOnRecord)
@@ -306,7 +373,7 @@ func census(s scanned) (record.Census, string) {
 // judge applies one row's rule. Precedence: no opening record is unk for
 // every row; a row the attestation lists as unavailable is a gap whatever
 // else is true; then the row's own rule.
-func judge(spec RowSpec, s scanned, l Launch) (string, string) {
+func judge(spec RowSpec, s *scanned, l Launch) (string, string) {
 	if s.started == nil {
 		return Unk, "the stream has no opening record (session.started), so nothing it would evidence was recorded"
 	}
@@ -347,7 +414,7 @@ func judge(spec RowSpec, s scanned, l Launch) (string, string) {
 		return v, d
 	case H12:
 		v, d := fromAttestation(att, st)
-		return v, d + "; " + egressDetail(s.egress)
+		return v, d + "; " + egressDetail(s.egress, s.egressN)
 	case H13:
 		v, d := fromAttestation(att, st)
 		if v != OK {
@@ -362,22 +429,24 @@ func judge(spec RowSpec, s scanned, l Launch) (string, string) {
 // first mismatch the run recorded, or, under frame or ask, at the first
 // call on the record that no seam decided and that did not end as the
 // vendor's refusal (an error result); ok otherwise.
-func judgeWire(s scanned, decisions string) (string, string) {
+func judgeWire(s *scanned, decisions string) (string, string) {
 	if s.wire != nil {
 		return Gap, s.wire.Code + ": " + s.wire.Message
 	}
-	decided := map[string]bool{}
-	for _, d := range s.decided {
-		decided[d.CallID] = true
-	}
 	if decisions == "frame" || decisions == "ask" {
-		for _, c := range s.requested {
-			if isErr, ok := s.results[c.CallID]; !decided[c.CallID] && !(ok && isErr) {
-				return Gap, fmt.Sprintf("call %s (%s) is on the record, no seam decided it under --decisions %s, and it did not end as the vendor's refusal", c.CallID, c.Name, decisions)
+		var first *pendingCall
+		var id string
+		for callID, c := range s.undecided {
+			if s.errored[callID] || (first != nil && first.place < c.place) {
+				continue
 			}
+			first, id = &c, callID
+		}
+		if first != nil {
+			return Gap, fmt.Sprintf("call %s (%s) is on the record, no seam decided it under --decisions %s, and it did not end as the vendor's refusal", id, first.name, decisions)
 		}
 	}
-	return OK, fmt.Sprintf("every decided call (%d) and every model output recorded (%d texts, %d calls) matched the wire", len(s.decided), s.texts, len(s.requested))
+	return OK, fmt.Sprintf("every decided call (%d) and every model output recorded (%d texts, %d calls) matched the wire", s.decidedN, s.texts, s.requestedN)
 }
 
 // rowState is where the attestation lists one row.
@@ -571,11 +640,11 @@ func judgeVersion(started *record.SessionStarted, l Launch) (string, string) {
 	return Gap, "observed " + v + ", off the pin " + strings.Join(l.Pins, ", ")
 }
 
-func egressDetail(refused []string) string {
-	if len(refused) == 0 {
+func egressDetail(first []string, n int) string {
+	if n == 0 {
 		return "no egress attempt was refused"
 	}
-	return fmt.Sprintf("%d egress attempt(s) refused: %s", len(refused), bounded(refused, "; "))
+	return fmt.Sprintf("%d egress attempt(s) refused: %s", n, boundedOf(first, n, "; "))
 }
 
 // setDiff compares two lists as multisets: extra holds each name got has
@@ -624,9 +693,14 @@ func differences(extra, missing []string, extraWord, missingWord string) string 
 }
 
 // bounded joins at most maxListed items and says how many it left out.
-func bounded(xs []string, sep string) string {
-	if len(xs) <= maxListed {
-		return strings.Join(xs, sep)
+func bounded(xs []string, sep string) string { return boundedOf(xs, len(xs), sep) }
+
+// boundedOf is bounded for a list of n items of which xs are the first.
+func boundedOf(xs []string, n int, sep string) string {
+	shown := xs[:min(len(xs), maxListed)]
+	out := strings.Join(shown, sep)
+	if n > len(shown) {
+		out += fmt.Sprintf("%sand %d more", sep, n-len(shown))
 	}
-	return strings.Join(xs[:maxListed], sep) + fmt.Sprintf("%sand %d more", sep, len(xs)-maxListed)
+	return out
 }

@@ -323,3 +323,38 @@ func TestTheHookCheckIsH8(t *testing.T) {
 		t.Errorf("a hook's own refusal is no finding: H8 %s — %s", r.Verdict, r.Detail)
 	}
 }
+
+// TestH13NamesTheFirstCallNoSeamDecided: under frame, the first call on
+// the record (by its first tool.requested) that no seam decided and that
+// did not end as the vendor's refusal (its last result an error) is H13's
+// gap; a decision before its request, a repeated request of a decided
+// call and a refusal are not.
+func TestH13NamesTheFirstCallNoSeamDecided(t *testing.T) {
+	yes, no := true, false
+	req := func(id, name string) record.Event { return &record.ToolRequested{CallID: id, Name: name, Seam: "hook"} }
+	dec := func(id string) record.Event {
+		return &record.ToolDecided{CallID: id, Decision: record.AllowDecision(), DecidedBy: "frame", Seam: "hook"}
+	}
+	res := func(id string, isErr *bool) record.Event { return &record.ToolResult{CallID: id, IsError: isErr} }
+	base := []record.Event{cleanStarted(),
+		req("c1", "Read"), dec("c1"),
+		dec("c2"), req("c2", "Grep"),
+		req("c3", "Bash"), res("c3", &yes),
+		req("c1", "Read"),
+	}
+	for _, c := range []struct {
+		name string
+		more []record.Event
+		want string
+	}{
+		{"none undecided", nil, "every decided call (2) and every model output recorded (0 texts, 4 calls) matched the wire"},
+		{"a refusal taken back", []record.Event{req("c4", "Write"), res("c4", &yes), req("c5", "Edit"), res("c4", &no)}, "call c4 (Write) is on the record"},
+		{"the later one", []record.Event{req("c5", "Edit"), req("c6", "Glob"), dec("c6")}, "call c5 (Edit) is on the record"},
+	} {
+		evs := append(append(append([]record.Event{}, base...), c.more...), ended())
+		r := rowOf(t, Evaluate(stream(evs...), cleanLaunch()), H13)
+		if !strings.Contains(r.Detail, c.want) {
+			t.Errorf("%s: H13 %s: %s, want %q", c.name, r.Verdict, r.Detail, c.want)
+		}
+	}
+}

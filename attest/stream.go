@@ -43,14 +43,13 @@ func ReadStream(r io.Reader) ([]*record.EventLine, error) {
 	return lines, nil
 }
 
-// Tap collects a run's stream as the record.Writer writes it, for Evaluate:
-// put it beside the run's stdout with io.MultiWriter. It keeps every line's
-// place (completeness counts them) but drops the payloads evaluation never
-// reads (texts, tool inputs and results: it keeps only that they were, and
-// a result's error flag), so a long session costs little.
+// Tap evaluates a run's stream as the record.Writer writes it: put it
+// beside the run's stdout with io.MultiWriter. It keeps no line: each is
+// read and added to a Scan, which holds only what a verdict needs, so a
+// long session costs what its tool calls do and nothing per event.
 type Tap struct {
 	mu      sync.Mutex
-	lines   []*record.EventLine
+	scan    Scan
 	partial []byte
 	err     error
 }
@@ -79,31 +78,19 @@ func (t *Tap) add(raw []byte) {
 	l, err := record.ParseEvent(raw)
 	if err != nil {
 		if t.err == nil {
-			t.err = fmt.Errorf("event stream line %d: %w", len(t.lines)+1, err)
+			t.err = fmt.Errorf("event stream line %d: %w", t.scan.lines+1, err)
 		}
-		t.lines = append(t.lines, &record.EventLine{})
-		return
+		l = &record.EventLine{}
 	}
-	switch ev := l.Event.(type) {
-	case *record.SessionStarted, *record.SessionEnded, *record.StreamClosed, *record.ToolDecided, *record.Warning:
-	case *record.ToolRequested: // H13 reads which calls there were, not their inputs
-		l.Event = &record.ToolRequested{CallID: ev.CallID, Name: ev.Name, Seam: ev.Seam}
-	case *record.ToolResult:
-		l.Event = &record.ToolResult{CallID: ev.CallID, IsError: ev.IsError}
-	case *record.Text:
-		l.Event = &record.Text{}
-	default:
-		l.Event = nil
-	}
-	t.lines = append(t.lines, l)
+	t.scan.Add(l)
 }
 
-// Lines returns what the tap has seen so far, in order. A line whose
-// payload was dropped has a nil Event: these lines are for Evaluate only.
-func (t *Tap) Lines() []*record.EventLine {
+// Evaluate judges what the tap has seen so far, as Evaluate judges those
+// lines.
+func (t *Tap) Evaluate(l Launch) *Evaluation {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]*record.EventLine{}, t.lines...)
+	return t.scan.Evaluate(l)
 }
 
 // Err reports the first line that did not parse.

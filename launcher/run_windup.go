@@ -119,7 +119,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 			result, auditErr = r.in.auditor.Run(ctx, transcriptPath, r.io.Stderr)
 		}
 	}
-	ev := attest.Evaluate(r.out.tap.Lines(), attest.Launch{
+	ev := r.out.tap.Evaluate(attest.Launch{
 		Kind: s.Kind, Class: r.d.Capabilities.Adapter.Class, Hermetic: string(s.Hermetic), Audit: s.Audit,
 		Credentials: s.Credentials, PlannedCwd: r.tree.cwd, PlannedMCPServers: plan.MCPServers, StandInCredential: plan.StandInCredential,
 		Pins: r.d.Capabilities.VersionsPinned,

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/metaharness/metaharness/exit"
@@ -182,7 +183,7 @@ func readContractFile(path string) ([]byte, error) {
 	case errors.Is(err, inputfile.ErrNotRegular):
 		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the tool contract's file itself", err)
 	case errors.Is(err, inputfile.ErrTooLarge):
-		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v (4 MiB); split the contract or trim its schemas", err)
+		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; split the contract or trim its schemas", err)
 	case err != nil:
 		return nil, exit.Within(RefuseUnreadable, err, "the tool contract %v; pass the path of a readable tool contract file", err)
 	}
@@ -223,8 +224,16 @@ func firstInvalidUTF8(b []byte) int {
 	return 0
 }
 
-// parseTree reads exactly one YAML (or JSON) document into the tree.
-func parseTree(data []byte) (v any, err error) {
+// parseTree reads exactly one YAML (or JSON) document into the tree: JSON
+// through jsonTree when it can, else through the YAML parser.
+func parseTree(data []byte) (any, error) {
+	if v, ok := jsonTree(data); ok {
+		return v, nil
+	}
+	return yamlTree(data)
+}
+
+func yamlTree(data []byte) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil { // a YAML parser bug must not end the verb
 			err = fmt.Errorf("the YAML reader failed: %v", r)
@@ -422,6 +431,14 @@ func (e *Entry) setInput(input any) error {
 	}
 	e.Input = schema
 	e.inputJSON = appendJSON(nil, schema, "", false)
+	// mcp-go refuses a tool whose x-mcp-header annotations break its rules
+	// by panicking as the tool is added; the check is a JSON round trip of
+	// the schema, so it runs here only where the annotation is written.
+	if bytes.Contains(e.inputJSON, []byte(`"x-mcp-header"`)) {
+		if err := mcp.ValidateParamHeaderAnnotations(&mcp.Tool{Name: e.Published(), RawInputSchema: e.inputJSON}); err != nil {
+			return fieldErr("input", "%v (MCP's rule for x-mcp-header: a header name, each used once, on a string, integer or boolean field; mcp-serve could not publish the entry)", err)
+		}
+	}
 	return nil
 }
 

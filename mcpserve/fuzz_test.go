@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -92,4 +93,69 @@ func FuzzCheckArguments(f *testing.F) {
 			t.Fatalf("checking %s again gave %v %s", out, cerr, again.JSON())
 		}
 	})
+}
+
+// FuzzJSONTreeMatchesYAML: whatever jsonTree reads, the YAML path reads
+// the same (values, key order, each object's line), wherever the YAML path
+// reads it at all; it refuses a few JSON texts jsonTree takes faithfully
+// (a key past 1024 characters, an escaped surrogate pair, a raw NEL).
+func FuzzJSONTreeMatchesYAML(f *testing.F) {
+	files, _ := filepath.Glob("testdata/contracts/*")
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		f.Add(b)
+		if c, err := ParseContract(p, b); err == nil {
+			f.Add(c.CopyBytes())
+		}
+	}
+	for _, s := range []string{`{}`, "\n\n {\"a\":{}}", `{"a":tru}`, `{"a":1,}`, `{"a":[1,]}`, `{"a":01}`, `{"a":"\x"}`, `{"a":1} {}`, `{"a":1e400,"b":-0.0,"c":[true,false,null,[]]}`, "{\n\"a\"\t:\n{\"b\":\"\\u00e9\\n\\\"\"},\n\"c\":{}}",
+		`{"a":1,"a":2}`, `{"a":"\ud83d\ude00"}`, `{"<<":{"a":1}}`, `{"a":[{"b":{}}]} x`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		j, ok := jsonTree(data)
+		if !ok {
+			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("jsonTree read %q, which is not JSON", data)
+		}
+		y, err := yamlTree(data)
+		if err != nil {
+			return
+		}
+		if eq, where := equalValue(j, y, ""); !eq {
+			t.Fatalf("JSON and YAML read %q differently at %q", data, where)
+		}
+		if where := lineDiff(j, y, ""); where != "" {
+			t.Fatalf("JSON and YAML place the object at %q on different lines in %q", where, data)
+		}
+	})
+}
+
+// lineDiff names the first object whose Line differs between two equal
+// trees, "" when none does.
+func lineDiff(a, b any, path string) string {
+	switch av := a.(type) {
+	case []any:
+		for i := range av {
+			if w := lineDiff(av[i], b.([]any)[i], fmt.Sprintf("%s[%d]", path, i)); w != "" {
+				return w
+			}
+		}
+	case *Object:
+		bv := b.(*Object)
+		if av.Line != bv.Line {
+			return orRoot(path)
+		}
+		for i, m := range av.Members {
+			if w := lineDiff(m.Value, bv.Members[i].Value, joinPath(path, m.Key)); w != "" {
+				return w
+			}
+		}
+	}
+	return ""
 }

@@ -54,6 +54,7 @@ type Server struct {
 	ws      *workspace
 	entries *Contract // the entries performed: the contract, or those behind tool_invoke
 	asker   decide.Asker
+	ready   chan struct{} // closed once every tool is added
 }
 
 // NewServer checks the options and builds the server. Close releases the
@@ -71,11 +72,13 @@ func NewServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, ws: ws, asker: opts.Asker}
+	s := &Server{opts: opts, ws: ws, asker: opts.Asker, ready: make(chan struct{})}
 	if s.asker == nil {
 		s.asker = RecordingAsker(io.Discard)
 	}
 	hooks := &server.Hooks{}
+	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { <-s.ready })
+	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { <-s.ready })
 	hooks.AddBeforeCallTool(stashRequestID)
 	version := opts.Version
 	if version == "" {
@@ -86,17 +89,26 @@ func NewServer(opts Options) (*Server, error) {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithHooks(hooks))
+	var tools []server.ServerTool
 	if opts.Contract != nil {
 		s.entries = opts.Contract
 		for _, e := range opts.Contract.Entries {
-			s.MCP.AddTool(publish(e.Published(), e), s.entryHandler(e))
+			tools = append(tools, server.ServerTool{Tool: publish(e.Published(), e), Handler: s.entryHandler(e)})
 		}
 	} else {
 		s.entries = defaultEntries(opts.Writable, opts.AllowPrograms)
 		for _, v := range verbs().Entries {
-			s.MCP.AddTool(publish(v.Name, v), s.verbHandler(v))
+			tools = append(tools, server.ServerTool{Tool: publish(v.Name, v), Handler: s.verbHandler(v)})
 		}
 	}
+	// mcp-go checks each tool as it is added, a JSON round trip of its
+	// schema: for a thousand entries that would hold the answer to
+	// initialize back by some 9 ms. They are added beside it instead, all
+	// at once, and tools/list and tools/call (hooks above) wait for them.
+	go func() {
+		defer close(s.ready)
+		s.MCP.AddTools(tools...)
+	}()
 	return s, nil
 }
 
@@ -199,6 +211,7 @@ func (s *Server) decideAndPerform(ctx context.Context, req mcp.CallToolRequest, 
 // and performers. callID is the decision's call_id ("" makes one). An
 // unknown tool is an error; everything else is an answer, isError or not.
 func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, callID string) (text string, isErr bool, err error) {
+	<-s.ready
 	t := s.MCP.GetTool(tool)
 	if t == nil {
 		return "", false, fmt.Errorf("%s is not a tool this server publishes", tool)

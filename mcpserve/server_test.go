@@ -743,3 +743,37 @@ func mustGetwd(t *testing.T) string {
 	}
 	return wd
 }
+
+// TestAThousandEntriesAreListedAtOnce: the tools are added beside the
+// answer to initialize, and tools/list (and Call) wait for all of them,
+// however soon they come.
+func TestAThousandEntriesAreListedAtOnce(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("format: metaharness.tool-contract/1\nentries:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&src, "  - {name: fs.read, summary: Read., input: {type: object, properties: {path: {type: string}}, required: [path]}, renderings: {mcp: read_%d}}\n", i)
+	}
+	c, err := ParseContract("big.yaml", []byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s, err := NewServer(Options{Contract: c, Workspace: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(s.MCP.HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`)))
+		if n := strings.Count(string(out), `"name":"read_`); n != 1000 {
+			t.Errorf("tools/list right after the start named %d tools, want 1000", n)
+		}
+		s2, err := NewServer(Options{Contract: c, Workspace: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s2.Call(context.Background(), "read_999", json.RawMessage(`{"path":"nothing"}`), "c1"); err != nil {
+			t.Errorf("Call right after the start: %v", err)
+		}
+		s.Close()
+		s2.Close()
+	}
+}

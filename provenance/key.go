@@ -63,7 +63,7 @@ func LoadSigner(path string) (*Signer, error) {
 	}
 	pemBytes, err := inputfile.ReadFrom(f, path, maxKeyFile)
 	if err != nil {
-		return nil, exit.Within(RefuseSignKeyUnreadable, err, "--sign-key %v", err)
+		return nil, exit.Within(RefuseSignKeyUnreadable, err, "--sign-key %v; name the PEM file of an ed25519 or ECDSA P-256 private key", err)
 	}
 	key, err := privateKey(pemBytes)
 	if err == nil {

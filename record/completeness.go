@@ -21,27 +21,49 @@ type Completeness struct {
 
 // CheckCompleteness judges a stream from its parsed lines, in order.
 func CheckCompleteness(lines []*EventLine) Completeness {
-	var markers []int
-	for i, l := range lines {
-		if _, ok := l.Event.(*StreamClosed); ok {
-			markers = append(markers, i)
+	var c CompletenessCheck
+	for _, l := range lines {
+		c.Add(l)
+	}
+	return c.Result()
+}
+
+// CompletenessCheck judges a stream line by line, as CheckCompleteness
+// judges it whole, holding nothing of the lines: a reader of a long stream
+// adds each line as it reads it.
+type CompletenessCheck struct {
+	lines   int
+	markers int
+	at      int           // the first marker's index
+	closed  *StreamClosed // the first marker
+}
+
+// Add takes the stream's next line.
+func (c *CompletenessCheck) Add(l *EventLine) {
+	if sc, ok := l.Event.(*StreamClosed); ok {
+		if c.markers == 0 {
+			c.at, c.closed = c.lines, sc
 		}
+		c.markers++
 	}
+	c.lines++
+}
+
+// Result is the verdict on the lines added so far.
+func (c *CompletenessCheck) Result() Completeness {
 	switch {
-	case len(markers) == 0:
-		return Completeness{State: Truncated, Detail: fmt.Sprintf("no stream.closed marker after %d line(s)", len(lines))}
-	case len(markers) > 1:
-		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("%d stream.closed markers", len(markers))}
+	case c.markers == 0:
+		return Completeness{State: Truncated, Detail: fmt.Sprintf("no stream.closed marker after %d line(s)", c.lines)}
+	case c.markers > 1:
+		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("%d stream.closed markers", c.markers)}
 	}
-	at := markers[0]
-	if at != len(lines)-1 {
-		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("stream.closed is line %d of %d, not the last", at+1, len(lines))}
+	if c.at != c.lines-1 {
+		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("stream.closed is line %d of %d, not the last", c.at+1, c.lines)}
 	}
-	sc := lines[at].Event.(*StreamClosed)
-	if sc.Events != uint64(at) {
-		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("stream.closed counts %d event(s) but %d line(s) precede it", sc.Events, at)}
+	if c.closed.Events != uint64(c.at) {
+		return Completeness{State: Inconsistent, Detail: fmt.Sprintf("stream.closed counts %d event(s) but %d line(s) precede it", c.closed.Events, c.at)}
 	}
-	return Completeness{State: Complete, Events: sc.Events, Reason: sc.Reason}
+	return Completeness{State: Complete, Events: c.closed.Events, Reason: c.closed.Reason}
 }
 
 // Line renders the verdict as the audit report's stream line.

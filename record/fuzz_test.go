@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -60,6 +61,47 @@ func FuzzParseCommand(f *testing.F) {
 		}
 		if _, err := ParseCommand(out); err != nil {
 			t.Fatalf("re-encoded command refused: %v\n%s", err, out)
+		}
+	})
+}
+
+// FuzzSplitCanonical: any bytes are taken apart or not, never a panic; a
+// line the reader parses and Canonical accepts splits into its own at, name
+// and payload, and a line with anything changed in its header or a space
+// added is not canonical.
+func FuzzSplitCanonical(f *testing.F) {
+	at := "2026-01-02T03:04:05.678Z"
+	for _, name := range EventNames {
+		line, _ := EncodeEvent(7, `r"1`, &at, samples()[name])
+		f.Add(bytes.TrimSuffix(line, []byte("\n")))
+	}
+	f.Add([]byte(`{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","text":"a","request_id":null}`))
+	f.Add([]byte(`{"format":"metaharness.event/1", "seq":1,"run":"r","event":"text","text":"a"}`))
+	f.Add([]byte(`{"format":"metaharness.event/1","seq":1,"run":"r\","event":"x"}`))
+	defer SetLineCheck(SetLineCheck(nil)) // as in FuzzParseEvent
+	f.Fuzz(func(t *testing.T, line []byte) {
+		gotAt, name, payload, split := SplitCanonical(line)
+		l, err := ParseEvent(line)
+		if err != nil || !Canonical(line, l) {
+			return
+		}
+		if !split {
+			t.Fatalf("a canonical line does not split: %s", line)
+		}
+		want, _ := EncodePayload(l.Event)
+		if string(name) != l.Name() || "{"+string(payload)+"}" != string(want) {
+			t.Fatalf("%s split into %s and {%s}, want %s and %s", line, name, payload, l.Name(), want)
+		}
+		var a *string
+		if gotAt != nil {
+			var s string
+			if err := json.Unmarshal(gotAt, &s); err != nil {
+				t.Fatal(err)
+			}
+			a = &s
+		}
+		if (a == nil) != (l.At == nil) || (a != nil && *a != *l.At) {
+			t.Fatalf("%s split with at %s", line, gotAt)
 		}
 	})
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // ErrClosed is returned by a Writer after its stream.closed line.
@@ -240,24 +242,124 @@ func checked(line []byte) []byte {
 // first in a fixed order; the payload's keys follow in field order.
 func EncodeEvent(seq uint64, run string, at *string, ev Event) ([]byte, error) {
 	var b bytes.Buffer
-	b.WriteString(`{"format":"` + EventFormat + `","seq":`)
-	b.WriteString(strconv.FormatUint(seq, 10))
-	b.WriteString(`,"run":`)
-	if err := writeJSON(&b, run); err != nil {
+	if err := writeHeader(&b, seq, run, at, ev.EventName()); err != nil {
 		return nil, err
 	}
-	if at != nil {
-		b.WriteString(`,"at":`)
-		if err := writeJSON(&b, *at); err != nil {
-			return nil, err
-		}
-	}
-	b.WriteString(`,"event":"` + ev.EventName() + `"`)
 	if err := appendPayload(&b, ev); err != nil {
 		return nil, fmt.Errorf("record: encoding %s: %w", ev.EventName(), err)
 	}
 	b.WriteString("}\n")
 	return checked(b.Bytes()), nil
+}
+
+// writeHeader writes an event line's opening brace and header keys.
+func writeHeader(b *bytes.Buffer, seq uint64, run string, at *string, name string) error {
+	b.WriteString(headPrefix)
+	b.WriteString(strconv.FormatUint(seq, 10))
+	b.WriteString(`,"run":`)
+	if err := writeJSON(b, run); err != nil {
+		return err
+	}
+	if at != nil {
+		b.WriteString(`,"at":`)
+		if err := writeJSON(b, *at); err != nil {
+			return err
+		}
+	}
+	b.WriteString(`,"event":"` + name + `"`)
+	return nil
+}
+
+const headPrefix = `{"format":"` + EventFormat + `","seq":`
+
+// Canonical reports whether line (without its newline) is byte for byte
+// the line EncodeEvent writes for l, which every line a Writer wrote is. A
+// reader that passes over a stream twice checks each line once, and on the
+// second pass takes what it needs from a canonical line's bytes
+// (SplitCanonical) instead of decoding it again.
+func Canonical(line []byte, l *EventLine) bool {
+	b := canonicalBuf.Get().(*bytes.Buffer)
+	defer canonicalBuf.Put(b)
+	b.Reset()
+	if writeHeader(b, l.Seq, l.Run, l.At, l.Event.EventName()) != nil || !bytes.HasPrefix(line, b.Bytes()) {
+		return false
+	}
+	head := b.Len()
+	if writeJSON(b, l.Event) != nil {
+		return false
+	}
+	// The payload's object, whose braces the line shares with the header.
+	obj, rest := bytes.TrimSpace(b.Bytes()[head:]), line[head:]
+	if len(obj) < 2 || obj[0] != '{' {
+		return false
+	}
+	if inner := obj[1 : len(obj)-1]; len(inner) > 0 {
+		if len(rest) == 0 || rest[0] != ',' {
+			return false
+		}
+		rest = rest[1:]
+		if !bytes.HasPrefix(rest, inner) {
+			return false
+		}
+		rest = rest[len(inner):]
+	}
+	return string(rest) == "}"
+}
+
+// canonicalBuf holds Canonical's renderings between calls: it runs once
+// for every line of a long stream.
+var canonicalBuf = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// SplitCanonical takes a canonical line (Canonical) apart: its "at" as the
+// raw JSON string it holds (nil when the line has none), its event name,
+// and its payload's members as they stand in the line (EncodePayload's
+// object without its braces; empty when it has none). ok is false for a
+// line not shaped as a canonical one.
+func SplitCanonical(line []byte) (at, name, payload []byte, ok bool) {
+	rest, ok := bytes.CutPrefix(line, []byte(headPrefix))
+	if !ok {
+		return nil, nil, nil, false
+	}
+	rest = bytes.TrimLeft(rest, "0123456789")
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"run":`)); !ok {
+		return nil, nil, nil, false
+	}
+	str := func(b []byte) int { // the length of the JSON string b opens with, -1 if none
+		if len(b) == 0 || b[0] != '"' {
+			return -1
+		}
+		end, err := jsonscan.StringEnd(b, 0)
+		if err != nil {
+			return -1
+		}
+		return end
+	}
+	end := str(rest)
+	if end < 0 {
+		return nil, nil, nil, false
+	}
+	rest = rest[end:]
+	if r, ok := bytes.CutPrefix(rest, []byte(`,"at":`)); ok {
+		if end = str(r); end < 0 {
+			return nil, nil, nil, false
+		}
+		at, rest = r[:end], r[end:]
+	}
+	if rest, ok = bytes.CutPrefix(rest, []byte(`,"event":"`)); !ok {
+		return nil, nil, nil, false
+	}
+	q := bytes.IndexByte(rest, '"')
+	if q < 0 || !bytes.HasSuffix(rest, []byte("}")) {
+		return nil, nil, nil, false
+	}
+	name, payload = rest[:q], rest[q+1:len(rest)-1]
+	if len(payload) > 0 {
+		if payload[0] != ',' {
+			return nil, nil, nil, false
+		}
+		payload = payload[1:]
+	}
+	return at, name, payload, true
 }
 
 // EncodeCommand renders one command line, newline included.

@@ -132,3 +132,50 @@ func TestPrecede(t *testing.T) {
 		t.Fatalf("lines %q (first called %d times), want %q once", got, calls, want)
 	}
 }
+
+// TestWrittenLinesAreCanonical: every line a Writer writes is canonical,
+// and the same event spelled otherwise (a space, another key order, an
+// escape the encoder does not write) is not.
+func TestWrittenLinesAreCanonical(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b, "r")
+	at := "2026-01-02T03:04:05.678Z"
+	for _, name := range EventNames {
+		if name == "stream.closed" {
+			continue
+		}
+		if err := w.EmitAt(at, samples()[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(ReasonCompleted, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSuffix(b.Bytes(), []byte("\n")), []byte("\n")) {
+		l, err := ParseEvent(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !Canonical(line, l) {
+			t.Errorf("a written line is not canonical: %s", line)
+		}
+	}
+	text := `{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","text":"a","request_id":null}`
+	if l, err := ParseEvent([]byte(text)); err != nil || !Canonical([]byte(text), l) {
+		t.Fatalf("the control is not canonical: %v", err)
+	}
+	for _, line := range []string{
+		`{"format":"metaharness.event/1","seq":1,"run":"r","event":"text","request_id":null,"text":"a"}`,
+		`{"format":"metaharness.event/1","seq":1, "run":"r","event":"text","text":"a","request_id":null}`,
+		`{"seq":1,"format":"metaharness.event/1","run":"r","event":"text","text":"a","request_id":null}`,
+		`{"format":"metaharness.event/1","seq":1,"run":"\u0072","event":"text","text":"a","request_id":null}`,
+	} {
+		l, err := ParseEvent([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Canonical([]byte(line), l) {
+			t.Errorf("a line the writer does not write is canonical: %s", line)
+		}
+	}
+}

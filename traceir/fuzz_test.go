@@ -1,7 +1,9 @@
 package traceir
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -18,20 +20,46 @@ func FuzzProject(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := ReadStream("f", data)
-		if err != nil {
+		var out bytes.Buffer
+		if err := Project(&out, StreamOf("f", data), Source{Format: record.EventFormat}); err != nil {
+			if out.Len() > 0 {
+				t.Fatalf("a refused projection wrote %q", out.Bytes())
+			}
 			return
 		}
-		d, err := Project(s, Source{Format: record.EventFormat, Bytes: data})
-		if err != nil {
-			return
+		if !json.Valid(out.Bytes()) {
+			t.Fatalf("a projection is not valid JSON:\n%s", out.Bytes())
 		}
-		out, err := d.Encode()
-		if err != nil || !json.Valid(out) {
-			t.Fatalf("a projection is not valid JSON: %v\n%s", err, out)
-		}
-		if _, err := RenderHTML(s); err != nil {
+		if err := RenderHTML(io.Discard, StreamOf("f", data)); err != nil {
 			t.Fatalf("a readable stream does not render: %v", err)
+		}
+	})
+}
+
+// FuzzIndentCompact: whatever JSON an encoder writes compact, indentCompact
+// indents as json.Indent does.
+func FuzzIndentCompact(f *testing.F) {
+	files, _ := filepath.Glob("testdata/streams/*.jsonl")
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			f.Add(line)
+		}
+	}
+	for _, s := range []string{`{}`, `[]`, `[[],{}]`, `{"a":[1,{"b":"\"}\\"}]}`, `"x"`, `"\u00e9\\"`, `{"a":{"b":{"c":[]}},"d":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, data) != nil {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "      ", "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := indentCompact(nil, compact.Bytes(), "      "); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("indentCompact(%s) =\n%s\nwant\n%s", compact.Bytes(), got, want.Bytes())
 		}
 	})
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -23,19 +25,11 @@ func project(t *testing.T, path string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := ReadStream(path, data)
-	if err != nil {
+	var out bytes.Buffer
+	if err := Project(&out, StreamOf(path, data), Source{Format: record.EventFormat}); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Project(s, Source{Format: record.EventFormat, Bytes: data})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := d.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return out.Bytes()
 }
 
 func golden(t *testing.T, path string, got []byte) {
@@ -151,7 +145,11 @@ func TestUnreadableLinesAreRefusedByNumber(t *testing.T) {
 		{"empty", "", "s holds no event line"},
 		{"a command line", `{"format":"metaharness.command/1","id":"1","command":"halt"}` + "\n", "s line 1 is not an event line"},
 	} {
-		_, err := ReadStream("s", []byte(c.data))
+		var out bytes.Buffer
+		err := Project(&out, StreamOf("s", []byte(c.data)), Source{Format: record.EventFormat})
+		if out.Len() > 0 {
+			t.Errorf("%s: a refused projection wrote %q", c.name, out.Bytes())
+		}
 		var r *exit.Refusal
 		if !errors.As(err, &r) || r.Name != RefuseUnreadable || !strings.Contains(r.Message, c.want) {
 			t.Errorf("%s: %v, want %s naming %q", c.name, err, RefuseUnreadable, c.want)
@@ -162,23 +160,15 @@ func TestUnreadableLinesAreRefusedByNumber(t *testing.T) {
 // TestGoldenPages pins the page for one run and for two side by side.
 func TestGoldenPages(t *testing.T) {
 	read := func(name string) *Stream {
-		p := "testdata/streams/" + name + ".jsonl"
-		data, _ := os.ReadFile(p)
-		s, err := ReadStream(name+".jsonl", data)
+		data, err := os.ReadFile("testdata/streams/" + name + ".jsonl")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return StreamOf(name+".jsonl", data)
 	}
-	one, err := RenderHTML(read("governed-run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	one := render(t, read("governed-run"))
 	golden(t, "testdata/golden/governed-run.html", one)
-	two, err := RenderHTML(read("governed-run"), read("truncated-run"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	two := render(t, read("governed-run"), read("truncated-run"))
 	if n := strings.Count(string(two), "first divergence</span>"); n != 1 {
 		t.Errorf("%d first-divergence marks, want 1", n)
 	}
@@ -186,9 +176,18 @@ func TestGoldenPages(t *testing.T) {
 		t.Error("a call with no counterpart is not an explicit gap row")
 	}
 	golden(t, "testdata/golden/governed-run-vs-truncated-run.html", two)
-	if _, err := RenderHTML(); err == nil {
+	if err := RenderHTML(io.Discard); err == nil {
 		t.Error("a page of no run was rendered")
 	}
+}
+
+func render(t *testing.T, runs ...*Stream) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := RenderHTML(&b, runs...); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // TestPageEscapesWhatTheModelSaid: text from the run is data, never markup.
@@ -197,14 +196,7 @@ func TestPageEscapesWhatTheModelSaid(t *testing.T) {
 	w := record.NewWriter(&b, "r")
 	_ = w.Emit(&record.Text{Text: `<script>alert(1)</script>`})
 	_ = w.Close(record.ReasonCompleted, nil)
-	s, err := ReadStream("x", b.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := RenderHTML(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := render(t, StreamOf("x", b.Bytes()))
 	if strings.Contains(string(page), "<script>alert") {
 		t.Error("the model's text reached the page as markup")
 	}
@@ -226,19 +218,11 @@ func TestPageAlignsDrivenRunsByStep(t *testing.T) {
 			}
 		}
 		_ = w.Close(record.ReasonCompleted, nil)
-		s, err := ReadStream(run, b.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return StreamOf(run, b.Bytes())
 	}
 	a := stream("a", map[string][]string{"plan": {"Read"}, "edit": {"Write"}}, "plan", "edit")
 	b := stream("b", map[string][]string{"plan": {"Read"}, "test": {"Bash", "Bash"}}, "plan", "test")
-	page, err := RenderHTML(a, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	html := string(page)
+	html := string(render(t, a, b))
 	for _, want := range []string{
 		"Tool calls, aligned by step",
 		`<tr><td>step</td><th>w/plan #1, attempt 1</th><th>w/plan #1, attempt 1</th></tr>`,
@@ -252,4 +236,123 @@ func TestPageAlignsDrivenRunsByStep(t *testing.T) {
 	if n := strings.Count(html, "first divergence</span>"); n != 1 {
 		t.Errorf("%d first-divergence marks, want 1", n)
 	}
+}
+
+// TestTwoPathsOneDocument: a stream whose lines are not as the writer
+// writes them is decoded again on the second pass, a canonical one taken
+// from its bytes; both give the same document but for the digest of the
+// bytes read.
+func TestTwoPathsOneDocument(t *testing.T) {
+	streams, _ := filepath.Glob("testdata/streams/*.jsonl")
+	for _, p := range streams {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		respelled := bytes.ReplaceAll(data, []byte(`{"format":`), []byte(`{ "format":`))
+		var a, b bytes.Buffer
+		if err := Project(&a, StreamOf(p, data), Source{Format: record.EventFormat, Digest: "d"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := Project(&b, StreamOf(p, respelled), Source{Format: record.EventFormat, Digest: "d"}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a.Bytes(), b.Bytes()) {
+			t.Errorf("%s: the decoded and the canonical paths differ", p)
+		}
+	}
+}
+
+// TestLongAndChangedStreamsAreRefused: a line past MaxLineBytes is refused
+// by number, and a stream whose bytes change between the two passes is
+// refused as changed, not projected from both.
+func TestLongAndChangedStreamsAreRefused(t *testing.T) {
+	good, _ := os.ReadFile("testdata/streams/truncated-run.jsonl")
+	long := append(append([]byte{}, good...), bytes.Repeat([]byte("x"), MaxLineBytes+1)...)
+	err := Project(io.Discard, StreamOf("s", long), Source{Format: record.EventFormat})
+	var r *exit.Refusal
+	if !errors.As(err, &r) || r.Name != RefuseUnreadable || !strings.Contains(r.Message, "s line 6 is longer than 67108864 bytes (64 MiB)") {
+		t.Errorf("a 64 MiB line: %v", err)
+	}
+	flip := &flipping{a: good, b: bytes.Replace(good, []byte(`"seq":2`), []byte(`"seq":9`), 1)}
+	for _, page := range []bool{false, true} {
+		flip.reads = 0
+		s := NewStream("s", flip, int64(len(good)))
+		if page {
+			err = RenderHTML(io.Discard, s)
+		} else {
+			err = Project(io.Discard, s, Source{Format: record.EventFormat})
+		}
+		if !errors.As(err, &r) || r.Name != RefuseUnreadable || !strings.Contains(r.Message, "s changed while it was projected") {
+			t.Errorf("page %t: a stream that changed between passes: %v", page, err)
+		}
+	}
+}
+
+// flipping serves a until it has been read to its end once, then b.
+type flipping struct {
+	a, b  []byte
+	reads int
+}
+
+func (f *flipping) ReadAt(p []byte, off int64) (int, error) {
+	data := f.a
+	if f.reads > 0 {
+		data = f.b
+	}
+	n, err := bytes.NewReader(data).ReadAt(p, off)
+	if off+int64(n) >= int64(len(data)) {
+		f.reads++
+	}
+	return n, err
+}
+
+// TestMemoryDoesNotGrowWithTheStream: the heap that stays live while a
+// document or a page is written grows with the stream by an index entry per
+// model request or tool call, not by the events' bytes: well under 100
+// bytes per event between streams of 2,000 and 20,000 events (holding the
+// events, as project once did, is some 1,000).
+func TestMemoryDoesNotGrowWithTheStream(t *testing.T) {
+	live := func(n int, page bool) uint64 {
+		data, _ := benchStream(t, n)
+		s := StreamOf("s", data)
+		w := &heapWatch{}
+		w.sample() // the stream itself is live throughout: the baseline
+		base := w.peak
+		w.peak = 0
+		var err error
+		if page {
+			err = RenderHTML(w, s)
+		} else {
+			err = Project(w, s, Source{Format: record.EventFormat})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.KeepAlive(data)
+		return w.peak - min(w.peak, base)
+	}
+	for _, page := range []bool{false, true} {
+		small, large := live(2000, page), live(20000, page)
+		t.Logf("page %t: live heap %d bytes at 2,000 events, %d at 20,000", page, small, large)
+		if per := (int64(large) - int64(small)) / 18000; per > 100 {
+			t.Errorf("page %t: the live heap grew %d bytes per event (%d at 2,000 events, %d at 20,000)", page, per, small, large)
+		}
+	}
+}
+
+// heapWatch discards what is written and samples the live heap after a
+// collection at every write (the writer flushes every 64 KiB).
+type heapWatch struct{ peak uint64 }
+
+func (h *heapWatch) sample() {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	h.peak = max(h.peak, m.HeapAlloc)
+}
+
+func (h *heapWatch) Write(p []byte) (int, error) {
+	h.sample()
+	return len(p), nil
 }

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"io"
 	"strings"
 
 	"github.com/metaharness/metaharness/conformance"
@@ -45,60 +48,87 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	var streams []*traceir.Stream
 	var sources []traceir.Source
 	for _, path := range c.Events {
-		data, err := inputfile.Read(path, traceir.MaxInputBytes)
-		if err != nil {
-			return exit.Refused, exit.Within(traceir.RefuseUnreadable, err, "%v; name a recorded stream or raw record, a regular file", err)
-		}
-		src := traceir.Source{Format: record.EventFormat, Bytes: data}
-		events := data
-		if from != nil {
-			sum := sha256.Sum256(data)
-			if events, err = conformance.Replay(from, "from-"+hex.EncodeToString(sum[:6]), data); err != nil {
-				return exit.Refused, exit.Wrap(traceir.RefuseUnreadable, err, "%s cannot be read as %s", path, c.From)
-			}
-			src.Format = c.From
-		}
-		s, err := traceir.ReadStream(path, events)
+		s, src, closeIt, err := c.open(path, from)
 		if err != nil {
 			return exit.Refused, err
 		}
+		defer closeIt()
 		streams, sources = append(streams, s), append(sources, src)
 	}
 	if c.HTML != "" {
-		page, err := traceir.RenderHTML(streams...)
+		err := writeNew(c.HTML, "--html", func(w io.Writer) error { return traceir.RenderHTML(w, streams...) })
 		if err != nil {
-			return exit.Refused, err
-		}
-		if err := writeNew(c.HTML, "--html", page); err != nil {
 			return exit.Refused, err
 		}
 		if c.Out == "" {
 			return exit.OK, nil
 		}
 	}
-	d, err := traceir.Project(streams[0], sources[0])
-	if err != nil {
-		return exit.Refused, err
-	}
-	doc, err := d.Encode()
-	if err != nil {
-		return exit.Refused, err
-	}
+	project := func(w io.Writer) error { return traceir.Project(w, streams[0], sources[0]) }
 	if c.Out == "" {
-		_, err = e.stdout.Write(doc)
-		return exit.OK, err
+		if err := project(e.stdout); err != nil {
+			var r *exit.Refusal
+			if errors.As(err, &r) {
+				return exit.Refused, err
+			}
+			return exit.OK, err
+		}
+		return exit.OK, nil
 	}
-	if err := writeNew(c.Out, "--out", doc); err != nil {
+	if err := writeNew(c.Out, "--out", project); err != nil {
 		return exit.Refused, err
 	}
 	return exit.OK, nil
 }
 
-// writeNew writes b to path, which must not exist yet; a failed write
-// leaves no file behind.
-func writeNew(path, flag string, b []byte) error {
-	if err := newfile.Write(path, b, 0o644); err != nil {
-		return exit.Wrap(RefuseOutputFile, err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
+// open opens EVENTS at path: an event stream is read where it lies, each
+// pass from its start (project holds a line at a time, whatever the
+// stream's length); a raw record (--from) is read whole, at most
+// traceir.MaxRecordBytes, and replayed through its kind's reader into a
+// stream in memory, whose document's digest is the raw record's.
+func (c *projectCmd) open(path string, from launcher.Replayer) (*traceir.Stream, traceir.Source, func(), error) {
+	src := traceir.Source{Format: record.EventFormat}
+	if from == nil {
+		f, fi, err := inputfile.Open(path)
+		if err != nil {
+			return nil, src, nil, unreadable(err)
+		}
+		return traceir.NewStream(path, f, fi.Size()), src, func() { f.Close() }, nil
 	}
-	return nil
+	data, err := inputfile.Read(path, traceir.MaxRecordBytes)
+	if err != nil {
+		return nil, src, nil, unreadable(err)
+	}
+	sum := sha256.Sum256(data)
+	events, err := conformance.Replay(from, "from-"+hex.EncodeToString(sum[:6]), data)
+	if err != nil {
+		return nil, src, nil, exit.Wrap(traceir.RefuseUnreadable, err, "%s cannot be read as %s", path, c.From)
+	}
+	src.Format, src.Digest = c.From, hex.EncodeToString(sum[:])
+	return traceir.StreamOf(path, events), src, func() {}, nil
+}
+
+func unreadable(err error) error {
+	if errors.Is(err, inputfile.ErrTooLarge) {
+		return exit.Within(traceir.RefuseUnreadable, err, "%v, the largest raw record project --from reads (its kind's reader takes it whole); project the run's own event stream instead, which has no such bound", err)
+	}
+	return exit.Within(traceir.RefuseUnreadable, err, "%v; name a recorded stream or raw record, a regular file", err)
+}
+
+// writeNew creates path, which must not exist yet, and lets write fill it;
+// a failed write leaves no file behind. A refusal of write's own (the input
+// could not be projected) comes back as it is.
+func writeNew(path, flag string, write func(io.Writer) error) error {
+	err := newfile.Stream(path, 0o644, func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 64<<10)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+	var r *exit.Refusal
+	if err == nil || errors.As(err, &r) {
+		return err
+	}
+	return exit.Wrap(RefuseOutputFile, err, "%s %s cannot be created (it must not exist yet, so that nothing earlier is overwritten)", flag, path)
 }

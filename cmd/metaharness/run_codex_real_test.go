@@ -61,6 +61,24 @@ func TestRunCodexCatalogueUnderAFrame(t *testing.T) {
 	}
 }
 
+// TestRunCodexWithAThousandEntries: a catalogue of 1000 entries under
+// 64-character names reaches the real Codex whole: thread/start declares
+// every one as a dynamic tool, every request offers the model all of them,
+// and a call to the last is answered by the run.
+func TestRunCodexWithAThousandEntries(t *testing.T) {
+	token := randomToken("sk-test-REAL-")
+	o := newCodexOperator(t, token)
+	cat, last := o.thousandEntries()
+	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: last, Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--catalogue", cat, "--decisions", "observe", "--cwd", o.tree, "--scratch-cwd", "-p", "read hello.txt")
+	o.thousandthPerformed(res, up.Requests(), last)
+}
+
 // captureCodexC2 copies a codex run's retained transcript into the C2
 // vectors under METAHARNESS_CAPTURE_C2 (see captureC2).
 func captureCodexC2(t *testing.T, retain, name string) {

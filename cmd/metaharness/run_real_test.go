@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -936,6 +937,71 @@ func TestRunClaudeOffersExactlyTheCatalogue(t *testing.T) {
 		if strings.Join(got, ",") != want {
 			t.Errorf("request %d offered the model %v, want exactly the catalogue %s", r.Seq, r.Tools, want)
 		}
+	}
+}
+
+// TestRunClaudeWithAThousandEntries: a catalogue of 1000 entries, each
+// published under a 64-character name, reaches the pinned Claude Code whole:
+// its launch (--allowedTools names every one, some 83 KB in one argument)
+// starts, every request offers the model all 1000 tools, and a call to the
+// last is performed through mcp-serve.
+func TestRunClaudeWithAThousandEntries(t *testing.T) {
+	token := randomToken("sk-ant-test-REAL-")
+	o := newOperator(t, token)
+	cat, last := o.thousandEntries()
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "mcp__metaharness__" + last, Input: json.RawMessage(`{"path":"hello.txt"}`)}},
+		{Text: "DONE"},
+	}})
+	defer up.Close()
+	res := o.run(nil, "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+		"--catalogue", cat, "--decisions", "observe", "--cwd", o.tree, "--scratch-cwd", "-p", "read hello.txt")
+	o.thousandthPerformed(res, up.Requests(), "mcp__metaharness__"+last)
+}
+
+// thousandEntries writes a catalogue of 1000 entries, each a read of the
+// tree published under a name of 64 characters, and the file the last one
+// is asked to read; it returns the catalogue and the last entry's name.
+func (o *operator) thousandEntries() (cat, last string) {
+	var src strings.Builder
+	src.WriteString("format: metaharness.tool-contract/1\nentries:\n")
+	for i := 1; i <= 1000; i++ {
+		last = fmt.Sprintf("read_%d_", i)
+		last += strings.Repeat("x", 64-len(last))
+		fmt.Fprintf(&src, "  - {name: fs.read, summary: Read a text file in the workspace., input: {type: object, properties: {path: {type: string}}, required: [path]}, renderings: {mcp: %s}}\n", last)
+	}
+	cat = filepath.Join(o.home, "tools.yaml")
+	if err := os.WriteFile(cat, []byte(src.String()), 0o644); err != nil {
+		o.t.Fatal(err)
+	}
+	o.write("hello.txt", "hi from the thousandth entry\n")
+	return cat, last
+}
+
+// thousandthPerformed checks a run on thousandEntries: it exited 0, every
+// request offered the model at least the catalogue's 1000 tools (the last
+// entry's under a name ending in tool: codex puts its dynamic tools under
+// functions__), and the call to the last was performed.
+func (o *operator) thousandthPerformed(res *runResult, reqs []scripted.Request, tool string) {
+	o.t.Helper()
+	if res.code != 0 {
+		o.t.Errorf("exit %d, want 0\n%s", res.code, res.stderr)
+	}
+	if len(reqs) < 2 {
+		o.t.Fatalf("the scripted model saw %d requests, want 2", len(reqs))
+	}
+	for _, r := range reqs {
+		named := slices.ContainsFunc(r.Tools, func(n string) bool { return strings.HasSuffix(n, tool) })
+		if len(r.Tools) < 1000 || !named {
+			o.t.Errorf("request %d offered the model %d tools, want the catalogue's 1000 among them, %s too", r.Seq, len(r.Tools), tool)
+		}
+	}
+	performed := false
+	for _, ev := range res.find("tool.result") {
+		performed = performed || strings.Contains(string(ev.(*record.ToolResult).Content), "hi from the thousandth entry")
+	}
+	if !performed {
+		o.t.Error("the call to the thousandth entry was not performed")
 	}
 }
 

@@ -12,6 +12,7 @@
 package inputfile
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -93,10 +94,13 @@ func ReadFrom(f *os.File, path string, max int64) ([]byte, error) {
 	if fi.Size() > max {
 		return nil, tooLarge(path, fi.Size(), max)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	// Room for the whole file as it was stated, read in one go.
+	var b bytes.Buffer
+	b.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := b.ReadFrom(io.LimitReader(f, max+1)); err != nil {
 		return nil, &Error{Path: path, Detail: "cannot be read (" + reason(err) + ")", Err: err}
 	}
+	data := b.Bytes()
 	if int64(len(data)) > max {
 		return nil, tooLarge(path, -1, max)
 	}
@@ -154,11 +158,25 @@ func notRegular(path string, m fs.FileMode) error {
 }
 
 func tooLarge(path string, size, max int64) error {
-	d := "is past its limit of " + strconv.FormatInt(max, 10) + " bytes"
+	d := "is past its limit of " + strconv.FormatInt(max, 10) + " bytes" + inUnits(max)
 	if size >= 0 {
-		d = fmt.Sprintf("is %d bytes, past its limit of %d", size, max)
+		d = fmt.Sprintf("is %d bytes, past its limit of %d%s", size, max, inUnits(max))
 	}
 	return &Error{Path: path, Detail: d, Err: ErrTooLarge}
+}
+
+// inUnits says a limit the way people state it, " (4 MiB)", when it is a
+// whole number of KiB, MiB or GiB; "" otherwise.
+func inUnits(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf(" (%d %s)", n/u.size, u.name)
+		}
+	}
+	return ""
 }
 
 // reason is a system error without the path it repeats.

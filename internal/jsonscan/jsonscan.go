@@ -42,7 +42,7 @@ func Members(obj []byte, visit func(key, val []byte)) error {
 		if i >= len(obj) || obj[i] != '"' {
 			return ErrSyntax
 		}
-		end, err := stringEnd(obj, i)
+		end, err := StringEnd(obj, i)
 		if err != nil {
 			return err
 		}
@@ -117,8 +117,9 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd is the index just past the string that opens at b[i].
-func stringEnd(b []byte, i int) (int, error) {
+// StringEnd is the index just past the string that opens at b[i], or
+// ErrSyntax when it is not closed.
+func StringEnd(b []byte, i int) (int, error) {
 	j := i + 1
 	for {
 		q := bytes.IndexByte(b[j:], '"')
@@ -146,13 +147,13 @@ func valueEnd(b []byte, i int) (int, error) {
 	}
 	switch b[i] {
 	case '"':
-		return stringEnd(b, i)
+		return StringEnd(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				end, err := stringEnd(b, j)
+				end, err := StringEnd(b, j)
 				if err != nil {
 					return 0, err
 				}

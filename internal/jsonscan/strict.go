@@ -260,7 +260,7 @@ func (w *walker) object(i int, t reflect.Type, top bool) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, ErrSyntax
 		}
-		end, err := stringEnd(b, i)
+		end, err := StringEnd(b, i)
 		if err != nil {
 			return 0, err
 		}

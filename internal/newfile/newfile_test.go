@@ -2,6 +2,7 @@ package newfile
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,5 +54,24 @@ func TestAFailedCreateLeavesNoFile(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "missing", "f")
 	if err := Write(p, []byte("x"), 0o600); err == nil {
 		t.Fatal("a file was written under a directory that does not exist")
+	}
+}
+
+// TestAStreamThatFailsLeavesNoFile: an error of the writer's own comes back
+// as it is, and the file it had begun is gone.
+func TestAStreamThatFailsLeavesNoFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	mine := errors.New("the input changed")
+	err := Stream(p, 0o600, func(w io.Writer) error {
+		if _, err := w.Write([]byte("half")); err != nil {
+			return err
+		}
+		return mine
+	})
+	if err != mine {
+		t.Errorf("got %v, want the writer's own error", err)
+	}
+	if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a half-written file was left at %s: %v", p, err)
 	}
 }

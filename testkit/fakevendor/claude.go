@@ -84,6 +84,8 @@ var (
 //	noise BYTES           one line of that many bytes on stdout, no record
 //	hang                  wait to be stopped
 //	exit CODE             end at once, without a terminal record
+//	repeat N LINE         LINE played N times, each %d in it the count
+//	                      (1…N): a long session in a line (repeat.go)
 func Claude(args []string, stdout, stderr io.Writer) int {
 	if slices.Contains(args, "--version") {
 		fmt.Fprintln(stdout, ClaudeVersion+" (Claude Code)")
@@ -168,7 +170,7 @@ func (c *claude) emit(rec map[string]any) {
 }
 
 func (c *claude) play(script string) int {
-	for n, line := range strings.Split(script, "\n") {
+	for n, line := range strings.Split(expandRepeats(script), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue

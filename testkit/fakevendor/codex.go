@@ -47,7 +47,8 @@ const rejectedModel = "gpt-fake-rejected"
 //
 //	text WORDS            an agentMessage item
 //	tool NAME INPUT       a dynamic tool call: item/tool/call, answered by
-//	                      the run; INPUT is JSON
+//	                      the run; INPUT is JSON; NAME must be one of the
+//	                      dynamic tools thread/start declared
 //	exec COMMAND          a shell command asking approval; run with sh -c
 //	                      in the cwd when accepted, not when declined; a
 //	                      cancel ends the turn interrupted
@@ -119,7 +120,8 @@ type codexServer struct {
 	answers map[string]chan json.RawMessage // server request id → its answer
 
 	cwd, model, approval, sandbox string
-	turn                          string // the running turn, "" when none
+	dynamicTools                  map[string]bool // declared at thread/start
+	turn                          string          // the running turn, "" when none
 	wake                          chan string
 }
 
@@ -185,9 +187,14 @@ func (s *codexServer) request(method string, params json.RawMessage) (any, strin
 	case "thread/start":
 		var p struct {
 			Cwd, Model, ApprovalPolicy, Sandbox string
+			DynamicTools                        []struct{ Name string }
 		}
 		_ = json.Unmarshal(params, &p)
 		s.cwd, s.model, s.approval, s.sandbox = p.Cwd, p.Model, p.ApprovalPolicy, p.Sandbox
+		s.dynamicTools = map[string]bool{}
+		for _, t := range p.DynamicTools {
+			s.dynamicTools[t.Name] = true
+		}
 		sandbox := map[string]string{"read-only": "readOnly", "workspace-write": "workspaceWrite"}[p.Sandbox]
 		thread := map[string]any{"id": "fake-thread", "sessionId": "fake-codex-session", "cliVersion": CodexVersion, "cwd": p.Cwd, "ephemeral": true}
 		s.notify("thread/started", map[string]any{"thread": thread})
@@ -317,6 +324,9 @@ func (s *codexServer) run(script string) (string, string) {
 			name, input, _ := strings.Cut(rest, " ")
 			if !json.Valid([]byte(input)) {
 				return "failed", fmt.Sprintf("fake codex: script line %d: the input of %s is not JSON", n+1, name)
+			}
+			if !s.dynamicTools[name] {
+				return "failed", fmt.Sprintf("fake codex: script line %d: %s is not among the %d dynamic tools thread/start declared", n+1, name, len(s.dynamicTools))
 			}
 			s.tool(item("call"), name, json.RawMessage(input))
 		case "exec":

@@ -1,0 +1,140 @@
+package traceir
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"hash"
+	"io"
+
+	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/record"
+)
+
+// MaxLineBytes bounds one event line project reads. A projection holds one
+// line at a time, never the stream, so this is what bounds its memory for
+// the lines; a run writes no longer one (a vendor line past 32 MiB is
+// dropped unread, launcher.MaxVendorLine).
+const MaxLineBytes = 64 << 20
+
+// Stream is an event stream and the name it is known by in errors. It is
+// read from its start for each pass a projection makes, never held whole:
+// its bytes are the first size bytes of r, so a file that grows while it is
+// projected is read to the same length on every pass. A stream that can be
+// read only once (a pipe) cannot be one: the document's digest comes first,
+// so the stream is read to its end before anything is written (project
+// refuses anything but a regular file).
+type Stream struct {
+	Name string
+	r    io.ReaderAt
+	size int64
+}
+
+// NewStream is the stream held in the first size bytes of r.
+func NewStream(name string, r io.ReaderAt, size int64) *Stream {
+	return &Stream{Name: name, r: r, size: size}
+}
+
+// StreamOf is a stream held in memory.
+func StreamOf(name string, data []byte) *Stream {
+	return NewStream(name, bytes.NewReader(data), int64(len(data)))
+}
+
+// lineFunc takes a stream's n-th line (from 1), the offset it starts at,
+// and its bytes without the newline, valid until it returns.
+type lineFunc func(n int, off int64, line []byte) error
+
+// each reads the stream's lines in order, feeding every byte to sum when
+// it is not nil. A blank line and one longer than MaxLineBytes are refused
+// by number, as is a stream of no line.
+func (s *Stream) each(sum hash.Hash, fn lineFunc) (int, error) {
+	var in io.Reader = io.NewSectionReader(s.r, 0, s.size)
+	if sum != nil {
+		in = io.TeeReader(in, sum)
+	}
+	br := bufio.NewReaderSize(in, 64<<10)
+	var long []byte // a line longer than the reader's buffer, gathered
+	var off int64
+	n := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > MaxLineBytes {
+				return n, exit.Refuse(RefuseUnreadable, "%s line %d is longer than %d bytes (64 MiB), the longest event line project reads; no run writes one", s.Name, n+1, MaxLineBytes)
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return n, exit.Refuse(RefuseUnreadable, "%s after line %d cannot be read: %v", s.Name, n, err)
+		}
+		line := chunk
+		if len(long) > 0 {
+			line = append(long, chunk...)
+		}
+		size := len(line)
+		if len(line) > 0 {
+			n++
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if len(line) > MaxLineBytes {
+				return n, exit.Refuse(RefuseUnreadable, "%s line %d is longer than %d bytes (64 MiB), the longest event line project reads; no run writes one", s.Name, n, MaxLineBytes)
+			}
+			if len(bytes.TrimSpace(line)) == 0 {
+				return n, exit.Refuse(RefuseUnreadable, "%s line %d is blank; an event stream has one event per line", s.Name, n)
+			}
+			if ferr := fn(n, off, line); ferr != nil {
+				return n, ferr
+			}
+		}
+		off += int64(size)
+		long = long[:0]
+		if err == io.EOF {
+			break
+		}
+	}
+	if n == 0 {
+		return 0, exit.Refuse(RefuseUnreadable, "%s holds no event line", s.Name)
+	}
+	return n, nil
+}
+
+// parse reads line n of s as an event line.
+func (s *Stream) parse(n int, line []byte) (*record.EventLine, error) {
+	l, err := record.ParseEvent(line)
+	if err != nil {
+		return nil, exit.Refuse(RefuseUnreadable, "%s line %d is not an event line (%v); nothing was projected", s.Name, n, err)
+	}
+	return l, nil
+}
+
+// events is each with every line parsed.
+func (s *Stream) events(sum hash.Hash, fn func(n int, off int64, line []byte, l *record.EventLine) error) (int, error) {
+	return s.each(sum, func(n int, off int64, line []byte) error {
+		l, err := s.parse(n, line)
+		if err != nil {
+			return err
+		}
+		return fn(n, off, line, l)
+	})
+}
+
+// lineAt reads line n of s again, at the offset an earlier pass found it.
+func (s *Stream) lineAt(n int, off int64, size int) (*record.EventLine, error) {
+	b := make([]byte, size)
+	if _, err := s.r.ReadAt(b, off); err != nil {
+		return nil, s.changed(err)
+	}
+	return s.parse(n, b)
+}
+
+// changed is the refusal for a stream whose bytes differ between two
+// passes over it: it was rewritten while it was projected.
+func (s *Stream) changed(why any) error {
+	return exit.Refuse(RefuseUnreadable, "%s changed while it was projected (%v); project a stream no run is still writing, or a copy of it", s.Name, why)
+}
+
+func digestOf(sum hash.Hash) string { return hex.EncodeToString(sum.Sum(nil)) }
+
+func newDigest() hash.Hash { return sha256.New() }
