@@ -114,43 +114,25 @@ func exportOnVsOff(mh, bin, root string, n int) error {
 		return err
 	}
 	defer c.Stop()
-	var on, off []time.Duration
-	for i := -1; i < n; i++ { // i = -1 warms the caches
-		for _, export := range []bool{true, false} {
-			name := fmt.Sprintf("export-%d-%t", i+1, export)
-			o, err := newOperator(root, name, bin)
-			if err != nil {
-				return err
-			}
-			notes := filepath.Join(o.tree, "notes.md")
-			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
-				return err
-			}
-			up := scripted.NewAnthropicServer(script(notes))
-			var more []string
-			if export {
-				more = []string{"--otlp-endpoint", c.Endpoint}
-			}
-			cmd := o.governed(mh, up.URL(), more...)
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			d := time.Since(start)
-			up.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-			}
-			if export && strings.Contains(string(out), "OTLP_EXPORT_FAILED") {
-				return fmt.Errorf("the export failed:\n%s", out)
-			}
-			if i >= 0 {
-				if export {
-					on = append(on, d)
-				} else {
-					off = append(off, d)
-				}
-			}
-			_ = os.RemoveAll(filepath.Join(root, name))
+	on, off, err := interleaved(root, bin, "export", n, func(o *operator, up *scripted.Server, export bool) (time.Duration, error) {
+		var more []string
+		if export {
+			more = []string{"--otlp-endpoint", c.Endpoint}
 		}
+		cmd := o.governed(mh, up.URL(), more...)
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		d := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+		}
+		if export && strings.Contains(string(out), "OTLP_EXPORT_FAILED") {
+			return 0, fmt.Errorf("the export failed:\n%s", out)
+		}
+		return d, nil
+	})
+	if err != nil {
+		return err
 	}
 	var ratios []float64
 	for i := range on {
@@ -161,6 +143,41 @@ func exportOnVsOff(mh, bin, root string, n int) error {
 	fmt.Printf("  no export       %8.1f ms\n", ms(median(off)))
 	fmt.Printf("  ratio (median of the pairs' ratios) %.3fx, %+.1f ms\n", medianF(ratios), ms(median(on)-median(off)))
 	return nil
+}
+
+// interleaved times the two sides of a comparison in turn, n pairs after
+// one that warms the caches, each run in a fresh operator's world (notes
+// to read and a scripted server of its own, script), and returns the
+// first side's times and the second's.
+func interleaved(root, bin, label string, n int, run func(o *operator, up *scripted.Server, first bool) (time.Duration, error)) (firsts, seconds []time.Duration, err error) {
+	for i := -1; i < n; i++ { // i = -1 warms the caches
+		for _, first := range []bool{true, false} {
+			name := fmt.Sprintf("%s-%d-%t", label, i+1, first)
+			o, err := newOperator(root, name, bin)
+			if err != nil {
+				return nil, nil, err
+			}
+			notes := filepath.Join(o.tree, "notes.md")
+			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+				return nil, nil, err
+			}
+			up := scripted.NewAnthropicServer(script(notes))
+			d, err := run(o, up, first)
+			up.Close()
+			if err != nil {
+				return nil, nil, err
+			}
+			switch {
+			case i < 0:
+			case first:
+				firsts = append(firsts, d)
+			default:
+				seconds = append(seconds, d)
+			}
+			_ = os.RemoveAll(filepath.Join(root, name))
+		}
+	}
+	return firsts, seconds, nil
 }
 
 func fail(err error) {
@@ -316,48 +333,27 @@ func script(notes string) scripted.Script {
 // and MCP config; telemetry off as in testkit/vendortest), each from
 // exec to exit against a fresh scripted server, config dir and tree.
 func governedVsBare(mh, bin, root string, n int) error {
-	var governed, bare []time.Duration
-	for i := -1; i < n; i++ { // i = -1 warms the caches
-		for _, gov := range []bool{true, false} {
-			name := fmt.Sprintf("run-%d-%t", i+1, gov)
-			o, err := newOperator(root, name, bin)
-			if err != nil {
-				return err
+	governed, bare, err := interleaved(root, bin, "run", n, func(o *operator, up *scripted.Server, gov bool) (time.Duration, error) {
+		cmd := o.governed(mh, up.URL())
+		if !gov {
+			var err error
+			if cmd, err = bareClaude(bin, o, up.URL()); err != nil {
+				return 0, err
 			}
-			notes := filepath.Join(o.tree, "notes.md")
-			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
-				return err
-			}
-			up := scripted.NewAnthropicServer(script(notes))
-			var cmd *exec.Cmd
-			if gov {
-				cmd = o.governed(mh, up.URL())
-			} else {
-				cmd, err = bareClaude(bin, o, up.URL())
-				if err != nil {
-					return err
-				}
-			}
-			start := time.Now()
-			out, err := cmd.CombinedOutput()
-			d := time.Since(start)
-			seen := up.Requests()
-			up.Close()
-			if err != nil {
-				return fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
-			}
-			if !sawNotes(seen) {
-				return fmt.Errorf("%s: the model never saw the notes (%d requests)\n%s", strings.Join(cmd.Args, " "), len(seen), out)
-			}
-			if i >= 0 {
-				if gov {
-					governed = append(governed, d)
-				} else {
-					bare = append(bare, d)
-				}
-			}
-			_ = os.RemoveAll(filepath.Join(root, name))
 		}
+		start := time.Now()
+		out, err := cmd.CombinedOutput()
+		d := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+		}
+		if seen := up.Requests(); !sawNotes(seen) {
+			return 0, fmt.Errorf("%s: the model never saw the notes (%d requests)\n%s", strings.Join(cmd.Args, " "), len(seen), out)
+		}
+		return d, nil
+	})
+	if err != nil {
+		return err
 	}
 	var ratios []float64
 	for i := range governed {
