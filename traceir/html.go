@@ -142,7 +142,8 @@ func writeTimeline(out io.Writer, t *template.Template, v *runView) error {
 		return err
 	}
 	h := newDigest()
-	n, err := v.s.events(h, func(_ int, _ int64, _ []byte, l *record.EventLine) error {
+	n, err := v.s.events(h, false, func(p *parsedLine) error {
+		l := p.l
 		return t.ExecuteTemplate(out, "event", timelineRow{Seq: l.Seq, Name: l.Name(), Detail: clip(detailOf(l.Event), 160)})
 	})
 	if err != nil {
@@ -254,7 +255,8 @@ func viewOf(s *Stream) (*runView, error) {
 	var complete record.CompletenessCheck
 	byCall := map[string]int{}
 	h := newDigest()
-	n, err := s.events(h, func(n int, off int64, line []byte, l *record.EventLine) error {
+	n, err := s.events(h, false, func(p *parsedLine) error {
+		n, off, line, l := p.n, p.off, p.line, p.l
 		v.Run = l.Run
 		complete.Add(l)
 		here := lineRef{n: n, off: off, size: len(line)}

@@ -180,12 +180,13 @@ func summarize(s *Stream) (*summary, error) {
 		m: Metaharness{Families: map[string]int{}, UnkKinds: map[string]int{}}}
 	var complete record.CompletenessCheck
 	h := newDigest()
-	n, err := s.events(h, func(n int, _ int64, line []byte, l *record.EventLine) error {
+	n, err := s.events(h, true, func(p *parsedLine) error {
+		n, l := p.n, p.l
 		if n == 1 {
 			sum.m.Run = l.Run
 		}
 		complete.Add(l)
-		sum.canonical = sum.canonical && record.Canonical(line, l)
+		sum.canonical = sum.canonical && p.canonical
 		if f, ok := family[l.Name()]; ok {
 			sum.m.Families[f]++
 		} else {

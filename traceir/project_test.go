@@ -144,6 +144,10 @@ func TestUnreadableLinesAreRefusedByNumber(t *testing.T) {
 		{"a blank line", lines[0] + "\n" + lines[1], "s line 2 is blank"},
 		{"empty", "", "s holds no event line"},
 		{"a command line", `{"format":"metaharness.command/1","id":"1","command":"halt"}` + "\n", "s line 1 is not an event line"},
+		// Lines are parsed in batches on several cores: the first fault in
+		// the stream's order is the one named, whatever else follows it.
+		{"not json on line 700, a blank line at 1500", strings.Repeat(lines[0], 699) + "{oops\n" + strings.Repeat(lines[1], 799) + "\n" + lines[2], "s line 700 is not an event line"},
+		{"a blank line at 1500, a bad line at 1501", strings.Repeat(lines[0], 1499) + "\n{oops\n", "s line 1500 is blank"},
 	} {
 		var out bytes.Buffer
 		err := Project(&out, StreamOf("s", []byte(c.data)), Source{Format: record.EventFormat})

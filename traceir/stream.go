@@ -8,6 +8,7 @@ import (
 	"errors"
 	"hash"
 	"io"
+	"runtime"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/record"
@@ -109,15 +110,136 @@ func (s *Stream) parse(n int, line []byte) (*record.EventLine, error) {
 	return l, nil
 }
 
-// events is each with every line parsed.
-func (s *Stream) events(sum hash.Hash, fn func(n int, off int64, line []byte, l *record.EventLine) error) (int, error) {
-	return s.each(sum, func(n int, off int64, line []byte) error {
-		l, err := s.parse(n, line)
-		if err != nil {
-			return err
+// parsedLine is one line of a stream as events hands it on: its place, its
+// bytes (valid until fn returns), the event it holds and, when asked for,
+// whether it is written exactly as record's Writer writes it.
+type parsedLine struct {
+	n         int
+	off       int64
+	line      []byte
+	l         *record.EventLine
+	canonical bool
+	err       error
+}
+
+// eventBatch is the lines events parses together: what one worker takes.
+const eventBatch = 512
+
+// events is each with every line parsed (and, with canonical, held to the
+// Writer's form), fn still seeing the lines in order. The parsing, most of
+// a projection's time, is spread over the machine's cores: lines are read
+// in batches, each batch is parsed by a worker, and the batches are handed
+// on in the order they were read, with a few in flight at most, so that
+// memory stays a few batches' worth whatever the stream's length.
+func (s *Stream) events(sum hash.Hash, canonical bool, fn func(p *parsedLine) error) (int, error) {
+	parse := func(b []parsedLine) {
+		for i := range b {
+			p := &b[i]
+			if p.l, p.err = s.parse(p.n, p.line); p.err == nil && canonical {
+				p.canonical = record.Canonical(p.line, p.l)
+			}
 		}
-		return fn(n, off, line, l)
-	})
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if workers == 1 {
+		var one [1]parsedLine
+		return s.each(sum, func(n int, off int64, line []byte) error {
+			one[0] = parsedLine{n: n, off: off, line: line}
+			parse(one[:])
+			if one[0].err != nil {
+				return one[0].err
+			}
+			return fn(&one[0])
+		})
+	}
+	type batch struct {
+		lines []parsedLine
+		done  chan struct{}
+	}
+	ordered := make(chan *batch, workers)
+	work := make(chan *batch, workers)
+	stop := make(chan struct{})
+	for range workers {
+		go func() {
+			for b := range work {
+				parse(b.lines)
+				close(b.done)
+			}
+		}()
+	}
+	var (
+		read    int
+		readErr error
+		reading = make(chan struct{})
+	)
+	errStopped := errors.New("stopped")
+	go func() {
+		defer close(reading)
+		defer close(work)
+		defer close(ordered)
+		// A batch's lines are copied out of the reader's buffer into one
+		// buffer of the batch's own, each line's end noted, and sliced
+		// from it once the batch is full (the buffer may move as it grows).
+		cur, arena, ends := &batch{done: make(chan struct{})}, []byte(nil), []int(nil)
+		send := func() error {
+			start := 0
+			for i, end := range ends {
+				cur.lines[i].line = arena[start:end:end]
+				start = end
+			}
+			select {
+			case ordered <- cur:
+			case <-stop:
+				return errStopped
+			}
+			work <- cur
+			cur, arena, ends = &batch{done: make(chan struct{})}, nil, nil
+			return nil
+		}
+		read, readErr = s.each(sum, func(n int, off int64, line []byte) error {
+			cur.lines = append(cur.lines, parsedLine{n: n, off: off})
+			arena = append(arena, line...)
+			ends = append(ends, len(arena))
+			if len(cur.lines) == eventBatch {
+				return send()
+			}
+			return nil
+		})
+		// The lines read before a fault are parsed too: one of them may
+		// fail first.
+		if readErr != errStopped && len(cur.lines) > 0 {
+			if err := send(); readErr == nil {
+				readErr = err
+			}
+		}
+	}()
+	var fnErr error
+	for b := range ordered {
+		<-b.done
+		for i := range b.lines {
+			if fnErr != nil {
+				break
+			}
+			if fnErr = b.lines[i].err; fnErr == nil {
+				fnErr = fn(&b.lines[i])
+			}
+		}
+		if fnErr != nil {
+			select {
+			case <-stop:
+			default:
+				close(stop)
+			}
+		}
+	}
+	<-reading
+	if fnErr != nil {
+		return 0, fnErr
+	}
+	if readErr != nil && readErr != errStopped {
+		return read, readErr
+	}
+	return read, nil
 }
 
 // lineAt reads line n of s again, at the offset an earlier pass found it.
