@@ -48,10 +48,40 @@ const (
 	publishedNameRules = "^[A-Za-z0-9_-]{1,64}$"
 )
 
+// The name rules as published in the contract's schema (schema.go); a
+// contract's names are checked by isEntryName and isPublishedName, which
+// read them a byte at a time (a thousand entries' worth of regexp matches
+// was a tenth of loading them), held to these by TestNameChecksReadThePatterns.
 var (
 	entryNamePattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`) })
 	publishedNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(publishedNameRules) })
 )
+
+// isEntryName is entryNamePattern: [a-z][a-z0-9_.-]*.
+func isEntryName(s string) bool {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// isPublishedName is publishedNamePattern: [A-Za-z0-9_-]{1,64}.
+func isPublishedName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // Contract is a checked tool contract: the document as read (what the
 // scratch copy reproduces) and its entries.
@@ -289,9 +319,10 @@ func contractFromTree(source string, doc any) (*Contract, error) {
 	}
 	c := &Contract{Source: source, doc: root, byPublished: map[string]*Entry{}}
 	for i, raw := range list {
-		where := fmt.Sprintf("entries[%d]", i)
+		where := func() string { return fmt.Sprintf("entries[%d]", i) }
 		e, err := entryFromTree(raw)
 		if err != nil {
+			where := where()
 			var fe *fieldError
 			if errors.As(err, &fe) {
 				where += "." + fe.field
@@ -304,7 +335,7 @@ func contractFromTree(source string, doc any) (*Contract, error) {
 			return nil, malformed(where, "%s", msg)
 		}
 		if other, dup := c.byPublished[e.Published()]; dup {
-			return nil, malformed(where, "%s is published as %s, the name %s already has; give one of them another renderings.mcp", e.Name, e.Published(), other.Name)
+			return nil, malformed(where(), "%s is published as %s, the name %s already has; give one of them another renderings.mcp", e.Name, e.Published(), other.Name)
 		}
 		c.byPublished[e.Published()] = e
 		c.Entries = append(c.Entries, e)
@@ -336,7 +367,7 @@ func entryFromTree(raw any) (*Entry, error) {
 	}
 	name, _ := obj.Get("name")
 	e.Name, ok = name.(string)
-	if !ok || !entryNamePattern().MatchString(e.Name) {
+	if !ok || !isEntryName(e.Name) {
 		return nil, fieldErr("name", "%s does not match [a-z][a-z0-9_.-]*", describeValue(name))
 	}
 	summary, _ := obj.Get("summary")
@@ -349,7 +380,7 @@ func entryFromTree(raw any) (*Entry, error) {
 			return nil, err
 		}
 	}
-	if !publishedNamePattern().MatchString(e.Published()) {
+	if !isPublishedName(e.Published()) {
 		return nil, fieldErr("name", "its default mcp rendering %q does not match %s; give a shorter name or a renderings.mcp", e.Published(), publishedNameRules)
 	}
 	input, present := obj.Get("input")
@@ -372,7 +403,7 @@ func (e *Entry) setRenderings(r any) error {
 			return fieldErr("renderings."+m.Key, "unknown rendering (this build publishes mcp only)")
 		}
 		name, ok := m.Value.(string)
-		if !ok || !publishedNamePattern().MatchString(name) {
+		if !ok || !isPublishedName(name) {
 			return fieldErr("renderings.mcp", "%s does not match %s", describeValue(m.Value), publishedNameRules)
 		}
 		e.Rendering = name

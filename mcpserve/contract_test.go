@@ -252,3 +252,27 @@ func TestCheckForReservedNames(t *testing.T) {
 		t.Errorf("mcpx is not reserved: %v", err)
 	}
 }
+
+// TestNameChecksReadThePatterns: the byte-at-a-time name checks say what
+// the published patterns say, for names at each edge of the rules and for
+// every short name over a small alphabet holding each class of character.
+func TestNameChecksReadThePatterns(t *testing.T) {
+	names := []string{"", "a", "fs.read", "fs_read-2", "Fs.read", "1fs", "fs read", "fs/read", "é", "a\n",
+		strings.Repeat("a", 64), strings.Repeat("a", 65), "read_file", "READ-file", "tool.", ".tool"}
+	const alphabet = "aZ0_.-/é"
+	for _, a := range alphabet {
+		for _, b := range alphabet {
+			for _, c := range alphabet {
+				names = append(names, string([]rune{a, b, c}))
+			}
+		}
+	}
+	for _, n := range names {
+		if got, want := isEntryName(n), entryNamePattern().MatchString(n); got != want {
+			t.Errorf("isEntryName(%q) = %t, the pattern says %t", n, got, want)
+		}
+		if got, want := isPublishedName(n), publishedNamePattern().MatchString(n); got != want {
+			t.Errorf("isPublishedName(%q) = %t, the pattern says %t", n, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/decide"
@@ -32,6 +33,13 @@ type Config struct {
 // served), then stdio until the input ends, or HTTP until ctx is done. With
 // --http it first prints one JSON line on stdout naming the URL.
 func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.Writer) error {
+	// Everything the start allocates (the contract read, its tools) stays
+	// live for the server's life, so a collection before the server is
+	// built frees nothing and costs a thousand entries' start about a
+	// quarter of its time; the contract is bounded (MaxContractBytes), and
+	// so is what it grows to.
+	gc := debug.SetGCPercent(-1)
+	defer func() { debug.SetGCPercent(gc) }()
 	opts := Options{Workspace: cfg.Workspace, Writable: cfg.Writable, AllowPrograms: cfg.AllowPrograms, Version: cfg.Version}
 	if cfg.Catalogue != "" {
 		if err := RefuseAllowPrograms(cfg.Catalogue, cfg.AllowPrograms); err != nil {
@@ -79,6 +87,7 @@ func Serve(ctx context.Context, cfg Config, stdin io.Reader, stdout, stderr io.W
 		return err
 	}
 	defer s.Close()
+	debug.SetGCPercent(gc)
 	if ln == nil {
 		return s.ServeStdio(ctx, stdin, stdout, stderr)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -54,7 +55,10 @@ type Server struct {
 	ws      *workspace
 	entries *Contract // the entries performed: the contract, or those behind tool_invoke
 	asker   decide.Asker
-	ready   chan struct{} // closed once every tool is added
+	// tools are added to MCP once (adding), then ready is closed.
+	tools  []server.ServerTool
+	adding sync.Once
+	ready  chan struct{}
 }
 
 // NewServer checks the options and builds the server. Close releases the
@@ -77,8 +81,9 @@ func NewServer(opts Options) (*Server, error) {
 		s.asker = RecordingAsker(io.Discard)
 	}
 	hooks := &server.Hooks{}
-	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { <-s.ready })
-	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { <-s.ready })
+	hooks.AddAfterInitialize(func(context.Context, any, *mcp.InitializeRequest, *mcp.InitializeResult) { s.addTools() })
+	hooks.AddBeforeListTools(func(context.Context, any, *mcp.ListToolsRequest) { s.toolsAdded() })
+	hooks.AddBeforeCallTool(func(context.Context, any, *mcp.CallToolRequest) { s.toolsAdded() })
 	hooks.AddBeforeCallTool(stashRequestID)
 	version := opts.Version
 	if version == "" {
@@ -89,27 +94,39 @@ func NewServer(opts Options) (*Server, error) {
 		server.WithLogging(),
 		server.WithRecovery(),
 		server.WithHooks(hooks))
-	var tools []server.ServerTool
 	if opts.Contract != nil {
 		s.entries = opts.Contract
 		for _, e := range opts.Contract.Entries {
-			tools = append(tools, server.ServerTool{Tool: publish(e.Published(), e), Handler: s.entryHandler(e)})
+			s.tools = append(s.tools, server.ServerTool{Tool: publish(e.Published(), e), Handler: s.entryHandler(e)})
 		}
 	} else {
 		s.entries = defaultEntries(opts.Writable, opts.AllowPrograms)
 		for _, v := range verbs().Entries {
-			tools = append(tools, server.ServerTool{Tool: publish(v.Name, v), Handler: s.verbHandler(v)})
+			s.tools = append(s.tools, server.ServerTool{Tool: publish(v.Name, v), Handler: s.verbHandler(v)})
 		}
 	}
-	// mcp-go checks each tool as it is added, a JSON round trip of its
-	// schema: for a thousand entries that would hold the answer to
-	// initialize back by some 9 ms. They are added beside it instead, all
-	// at once, and tools/list and tools/call (hooks above) wait for them.
-	go func() {
-		defer close(s.ready)
-		s.MCP.AddTools(tools...)
-	}()
 	return s, nil
+}
+
+// addTools adds the tools to MCP, once, in the background. mcp-go checks
+// each tool as it is added, a JSON round trip of its schema: for a
+// thousand entries some 9 ms, which would hold the answer to initialize
+// back (and, beside it on a busy host, still slow it). So they are added
+// once initialize is answered, or at the first request that needs them
+// (toolsAdded), whichever comes first.
+func (s *Server) addTools() {
+	s.adding.Do(func() {
+		go func() {
+			defer close(s.ready)
+			s.MCP.AddTools(s.tools...)
+		}()
+	})
+}
+
+// toolsAdded waits until every tool is added, starting that if need be.
+func (s *Server) toolsAdded() {
+	s.addTools()
+	<-s.ready
 }
 
 // Close releases the workspace.
@@ -211,7 +228,7 @@ func (s *Server) decideAndPerform(ctx context.Context, req mcp.CallToolRequest, 
 // and performers. callID is the decision's call_id ("" makes one). An
 // unknown tool is an error; everything else is an answer, isError or not.
 func (s *Server) Call(ctx context.Context, tool string, arguments json.RawMessage, callID string) (text string, isErr bool, err error) {
-	<-s.ready
+	s.toolsAdded()
 	t := s.MCP.GetTool(tool)
 	if t == nil {
 		return "", false, fmt.Errorf("%s is not a tool this server publishes", tool)

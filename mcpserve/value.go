@@ -354,6 +354,15 @@ const hexDigits = "0123456789abcdef"
 
 func appendString(buf []byte, s string, yamlSafe bool) []byte {
 	buf = append(buf, '"')
+	// Most strings are printable ASCII with nothing to escape: as they are.
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\\'
+	}
+	if plain {
+		return append(append(buf, s...), '"')
+	}
 	for _, r := range s {
 		switch {
 		case r == '"':
