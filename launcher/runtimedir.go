@@ -44,7 +44,8 @@ const (
 // enter.
 func runtimeDir(env map[string]string) (string, error) {
 	dir, from := env[envRuntimeDir], "$"+envRuntimeDir
-	if dir == "" {
+	named := dir != ""
+	if !named {
 		base := defaultRuntimeBase
 		if real, err := filepath.EvalSymlinks(base); err == nil {
 			base = real
@@ -61,7 +62,7 @@ func runtimeDir(env map[string]string) (string, error) {
 	// default's own name, in a directory every user may write, may not be
 	// one: another user could have planted it.
 	real := dir
-	if from != "the default" {
+	if named {
 		var err error
 		if real, err = filepath.EvalSymlinks(dir); err != nil {
 			return "", exit.Wrap(RefuseScratchUnavailable, err, "the runtime directory %s", dir)

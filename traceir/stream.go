@@ -123,7 +123,7 @@ type parsedLine struct {
 }
 
 // eventBatch is the lines events parses together: what one worker takes.
-const eventBatch = 512
+const eventBatch = 128
 
 // events is each with every line parsed (and, with canonical, held to the
 // Writer's form), fn still seeing the lines in order. The parsing, most of
