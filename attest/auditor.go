@@ -15,6 +15,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/inputfile"
+	"github.com/metaharness/metaharness/internal/treepath"
 )
 
 // Refusal names of the auditor seam (all exit 2). The first eight are the
@@ -78,7 +79,7 @@ func CheckPairing(p Pairing) (*Auditor, error) {
 	if err != nil || a == nil {
 		return nil, err
 	}
-	if p.WritableTree != "" && inside(a.spec, p.WritableTree) {
+	if p.WritableTree != "" && treepath.Within(a.spec, p.WritableTree) {
 		return nil, exit.Refuse(RefuseSpecInsideWritableTree,
 			"--spec %s lies inside --cwd %s, a tree the child may write, so the run could rewrite the document it is audited against; keep the spec outside that tree",
 			*p.Spec, p.WritableTree)
@@ -205,23 +206,6 @@ func readSpec(spec string) (string, string, error) {
 		return "", "", exit.Within(RefuseSpecUnreadable, err, "--spec %v; name the document the auditor audits against, a readable regular file", err)
 	}
 	return abs, d, nil
-}
-
-// inside reports whether path lies in tree (or is it), comparing the
-// resolved forms so that a symlink cannot hide the spec in the tree.
-func inside(path, tree string) bool {
-	rel, err := filepath.Rel(resolved(tree), resolved(path))
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
-}
-
-func resolved(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return filepath.Clean(p)
 }
 
 // Recheck runs pairing checks 1–7 again after the session and compares the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/internal/treepath"
 )
 
 // WarnGitDirNotBound: the --cwd is a git worktree whose .git file points
@@ -58,7 +59,7 @@ func findGitDirs(cwd string) (*GitDirs, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s names %s, which is no directory here (%v)", dotgit, target, err)
 	}
-	if within(gitDir, cwd) {
+	if treepath.Within(gitDir, cwd) {
 		return nil, nil
 	}
 	if err := looksLikeGitDir(gitDir, "HEAD"); err != nil {
@@ -87,7 +88,7 @@ func findGitDirs(cwd string) (*GitDirs, error) {
 	if !filepath.IsAbs(back) {
 		back = filepath.Join(gitDir, back) // git worktree add --relative-paths
 	}
-	if real, err := filepath.EvalSymlinks(back); err != nil || real != mustReal(dotgit) {
+	if real, err := filepath.EvalSymlinks(back); err != nil || real != treepath.Real(dotgit) {
 		return nil, fmt.Errorf("%s/gitdir names %s, not this worktree's %s", gitDir, back, dotgit)
 	}
 	if err := looksLikeGitDir(commonDir, "HEAD", "objects", "refs"); err != nil {
@@ -142,13 +143,6 @@ func realDir(p, base string) (string, error) {
 	return real, nil
 }
 
-func mustReal(p string) string {
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		return real
-	}
-	return p
-}
-
 // looksLikeGitDir refuses a directory that lacks what git keeps in one.
 func looksLikeGitDir(dir string, names ...string) error {
 	for _, n := range names {
@@ -157,12 +151,6 @@ func looksLikeGitDir(dir string, names ...string) error {
 		}
 	}
 	return nil
-}
-
-// within reports whether p is dir or lies below it, both resolved.
-func within(p, dir string) bool {
-	d := mustReal(dir)
-	return p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/")
 }
 
 // bindGit puts g into c: the worktree's git directory and what git writes

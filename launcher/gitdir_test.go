@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/gitindex/gittest"
+	"github.com/metaharness/metaharness/internal/treepath"
 )
 
 // linkedWorktree is a repository with one commit and a linked worktree of
@@ -18,7 +19,7 @@ func linkedWorktree(t *testing.T) (repo, wt string) {
 	repo = gittest.Repo(t, map[string]string{"README": "hi\n"}, true)
 	wt = filepath.Join(t.TempDir(), "wt-1")
 	gittest.Git(t, repo, "worktree", "add", "-q", "-b", "session", wt)
-	return mustReal(repo), wt
+	return treepath.Real(repo), wt
 }
 
 // TestFindGitDirsLinkedWorktree: a linked worktree's git directory and

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -297,37 +297,21 @@ func checkRecordPlaces(s *Spec) error {
 	if s.Cwd == "" {
 		return nil
 	}
-	cwd := realOf(s.Cwd)
-	files := []recordFile{{"--events", s.Events}, {"--attestation", s.AttestationFile}, {"--statement", s.Statement}, {"$" + EnvSummaryFile, s.SummaryFile}}
-	dirs := []recordFile{{"--records-dir", s.RecordsDir}, {"$" + EnvArtifactsDir, s.ArtifactsDir}, {"--retain-dir", s.RetainDir}}
-	for _, f := range append(files, dirs...) {
-		if f.path == "" {
-			continue
-		}
-		p := realOf(f.path)
-		isDir := slices.Contains(dirs, f)
-		if within(p, cwd) || isDir && within(cwd, p) {
+	for _, f := range []struct {
+		recordFile
+		dir bool
+	}{
+		{recordFile{"--events", s.Events}, false},
+		{recordFile{"--attestation", s.AttestationFile}, false},
+		{recordFile{"--statement", s.Statement}, false},
+		{recordFile{"$" + EnvSummaryFile, s.SummaryFile}, false},
+		{recordFile{"--records-dir", s.RecordsDir}, true},
+		{recordFile{"$" + EnvArtifactsDir, s.ArtifactsDir}, true},
+		{recordFile{"--retain-dir", s.RetainDir}, true},
+	} {
+		if f.path != "" && (treepath.Within(f.path, s.Cwd) || f.dir && treepath.Within(s.Cwd, f.path)) {
 			return exit.Refuse(RefuseRecordInWritableTree, "%s %s lies in --cwd %s, which the child may write, so the agent could replace the record; name a place outside that tree (beside it, say)", f.from, f.path, s.Cwd)
 		}
 	}
 	return nil
-}
-
-// realOf is p made absolute with every link on the part of it that exists
-// resolved: a record file that is not there yet is judged by its directory.
-func realOf(p string) string {
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return filepath.Clean(p)
-	}
-	var rest []string
-	for dir := p; ; dir = filepath.Dir(dir) {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(append([]string{real}, rest...)...)
-		}
-		if dir == filepath.Dir(dir) {
-			return p
-		}
-		rest = append([]string{filepath.Base(dir)}, rest...)
-	}
 }
