@@ -319,10 +319,9 @@ func contractFromTree(source string, doc any) (*Contract, error) {
 	}
 	c := &Contract{Source: source, doc: root, byPublished: map[string]*Entry{}}
 	for i, raw := range list {
-		where := func() string { return fmt.Sprintf("entries[%d]", i) }
 		e, err := entryFromTree(raw)
 		if err != nil {
-			where := where()
+			where := entryAt(i)
 			var fe *fieldError
 			if errors.As(err, &fe) {
 				where += "." + fe.field
@@ -335,13 +334,17 @@ func contractFromTree(source string, doc any) (*Contract, error) {
 			return nil, malformed(where, "%s", msg)
 		}
 		if other, dup := c.byPublished[e.Published()]; dup {
-			return nil, malformed(where(), "%s is published as %s, the name %s already has; give one of them another renderings.mcp", e.Name, e.Published(), other.Name)
+			return nil, malformed(entryAt(i), "%s is published as %s, the name %s already has; give one of them another renderings.mcp", e.Name, e.Published(), other.Name)
 		}
 		c.byPublished[e.Published()] = e
 		c.Entries = append(c.Entries, e)
 	}
 	return c, nil
 }
+
+// entryAt names the contract's i-th entry in a refusal; made only for one,
+// since a contract may hold thousands of entries.
+func entryAt(i int) string { return fmt.Sprintf("entries[%d]", i) }
 
 // fieldError is a shape problem at one key of an entry.
 type fieldError struct{ field, msg string }

@@ -87,24 +87,12 @@ func (r *jsonReader) value() (any, bool) {
 
 // str reads the string at r.pos: closed, and decoding as JSON.
 func (r *jsonReader) str() (string, bool) {
-	start := r.pos
-	r.pos++
-	for {
-		q := bytes.IndexByte(r.data[r.pos:], '"')
-		if q < 0 {
-			return "", false
-		}
-		q += r.pos
-		backslashes := 0
-		for k := q - 1; r.data[k] == '\\'; k-- {
-			backslashes++
-		}
-		r.pos = q + 1
-		if backslashes%2 == 0 {
-			break
-		}
+	end, err := jsonscan.StringEnd(r.data, r.pos)
+	if err != nil {
+		return "", false
 	}
-	s, err := jsonscan.String(r.data[start:r.pos])
+	s, err := jsonscan.String(r.data[r.pos:end])
+	r.pos = end
 	return s, err == nil
 }
 
