@@ -100,8 +100,7 @@ func (r *run) check(ctx context.Context) error {
 // results, so they come after the stream opens.
 func (r *run) checkControls() error {
 	s := r.spec
-	refuses := func(c string) string { return r.d.Capabilities.Support(c).RefusedWith }
-	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.d.Capabilities.Tiers.Call != Absent, refuses); err != nil {
+	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.d.Capabilities.Tiers.Call != Absent, r.refusedWith); err != nil {
 		return err
 	}
 	if r.d.Capabilities.Mode(s.Decisions) != Delivered {
@@ -133,6 +132,10 @@ func checkOutputPaths(s *Spec) error {
 	}
 	return nil
 }
+
+// refusedWith is the code the kind refuses command c with, "" when it
+// honours it.
+func (r *run) refusedWith(c string) string { return r.d.Capabilities.Support(c).RefusedWith }
 
 func (r *run) pairing() attest.Pairing {
 	s := r.spec

@@ -56,7 +56,7 @@ func (r *run) newServices(plan *Plan) (*services, error) {
 	svc.eng, err = frame.New(frame.Config{
 		Mode: s.Decisions, Frame: r.in.frame, Kind: s.Kind, Events: r.out.events,
 		VendorTimeout: r.runner.VendorTimeout(), Resolve: r.resolver(),
-		Refuses: func(c string) string { return r.d.Capabilities.Support(c).RefusedWith },
+		Refuses: r.refusedWith,
 		Control: func(c record.Command) error { return svc.sess.Control(c) },
 		Stderr:  r.io.Stderr,
 	})

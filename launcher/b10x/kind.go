@@ -53,8 +53,9 @@ const RecordFormat = "b10x-jsonl"
 // tier by the before-call hook (frame, ask and observe; tool.decide answers
 // it, and a replace is refused at that seam, which takes no new input),
 // kill (interrupt and halt stop the loop, which takes no control line, by
-// SIGINT, its own stop, then its process group). metaharness fixes none of the loop's offered tools and
-// has no way into a turn, so those tiers are absent.
+// SIGINT, its own stop, then its process group). metaharness fixes none of
+// the loop's offered tools and has no way into a turn, so those tiers are
+// absent.
 func Capabilities() *launcher.Capabilities {
 	s := launcher.Str
 	return &launcher.Capabilities{
