@@ -111,7 +111,7 @@ func (s *Stream) parse(n int, line []byte) (*record.EventLine, error) {
 }
 
 // parsedLine is one line of a stream as events hands it on: its place, its
-// bytes (valid until fn returns), the event it holds and, when asked for,
+// bytes, the event it holds and, when asked for,
 // whether it is written exactly as record's Writer writes it.
 type parsedLine struct {
 	n         int
@@ -141,17 +141,6 @@ func (s *Stream) events(sum hash.Hash, canonical bool, fn func(p *parsedLine) er
 		}
 	}
 	workers := runtime.GOMAXPROCS(0)
-	if workers == 1 {
-		var one [1]parsedLine
-		return s.each(sum, func(n int, off int64, line []byte) error {
-			one[0] = parsedLine{n: n, off: off, line: line}
-			parse(one[:])
-			if one[0].err != nil {
-				return one[0].err
-			}
-			return fn(&one[0])
-		})
-	}
 	type batch struct {
 		lines []parsedLine
 		done  chan struct{}
