@@ -132,23 +132,24 @@ func TestRequestSendsWhatItIsGiven(t *testing.T) {
 func TestErrorCarriesTheServersFields(t *testing.T) {
 	draining := `{"error":{"code":"DRAINING","message":"repository is draining for this principal","operationId":"drain-1","statusUrl":"/api/v1/repositories/repo-1/session-drains/drain-1","extra":[1,2]}}`
 	for _, c := range []struct {
-		name string
-		rep  reply
-		want Error
+		name  string
+		rep   reply
+		want  Error
+		extra string
 	}{
 		{"draining", reply{409, draining, http.Header{"Retry-After": {"7"}}}, Error{
 			Status: 409, Code: "DRAINING", Message: "repository is draining for this principal", RetryAfter: "7",
 			OperationID: "drain-1", StatusURL: "/api/v1/repositories/repo-1/session-drains/drain-1",
 			Details: json.RawMessage(`{"code":"DRAINING","message":"repository is draining for this principal","operationId":"drain-1","statusUrl":"/api/v1/repositories/repo-1/session-drains/drain-1","extra":[1,2]}`),
-		}},
-		{"not JSON", reply{502, `<html>bad gateway</html>`, nil}, Error{Status: 502, Code: "HTTP_ERROR", Message: "Auto Harness request failed (502)"}},
-		{"empty", reply{500, ``, nil}, Error{Status: 500, Code: "HTTP_ERROR", Message: "Auto Harness request failed (500)"}},
-		{"error not an object", reply{400, `{"error":"bad"}`, nil}, Error{Status: 400, Code: "HTTP_ERROR", Message: "Auto Harness request failed (400)"}},
-		{"code only", reply{429, `{"error":{"code":"RATE_LIMITED"}}`, nil}, Error{Status: 429, Code: "RATE_LIMITED", Message: "Auto Harness request failed (429)", Details: json.RawMessage(`{"code":"RATE_LIMITED"}`)}},
+		}, `{"operationId":"drain-1","statusUrl":"/api/v1/repositories/repo-1/session-drains/drain-1","extra":[1,2]}`},
+		{"not JSON", reply{502, `<html>bad gateway</html>`, nil}, Error{Status: 502, Code: "HTTP_ERROR", Message: "Auto Harness request failed (502)"}, ""},
+		{"empty", reply{500, ``, nil}, Error{Status: 500, Code: "HTTP_ERROR", Message: "Auto Harness request failed (500)"}, ""},
+		{"error not an object", reply{400, `{"error":"bad"}`, nil}, Error{Status: 400, Code: "HTTP_ERROR", Message: "Auto Harness request failed (400)"}, ""},
+		{"code only", reply{429, `{"error":{"code":"RATE_LIMITED"}}`, nil}, Error{Status: 429, Code: "RATE_LIMITED", Message: "Auto Harness request failed (429)", Details: json.RawMessage(`{"code":"RATE_LIMITED"}`)}, ""},
 		{"dependencies", reply{409, `{"error":{"code":"CONFLICT","message":"cannot delete repository; referenced by 1 record","dependencies":[{"kind":"schedule","id":"s1"}]}}`, nil}, Error{
 			Status: 409, Code: "CONFLICT", Message: "cannot delete repository; referenced by 1 record",
 			Details: json.RawMessage(`{"code":"CONFLICT","message":"cannot delete repository; referenced by 1 record","dependencies":[{"kind":"schedule","id":"s1"}]}`),
-		}},
+		}, `{"dependencies":[{"kind":"schedule","id":"s1"}]}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := newRecorder(t, routes{"POST /api/v1/sessions": c.rep})
@@ -159,6 +160,9 @@ func TestErrorCarriesTheServersFields(t *testing.T) {
 			}
 			if fmt.Sprintf("%+v", *e) != fmt.Sprintf("%+v", c.want) {
 				t.Errorf("error\n%+v\nwant\n%+v", *e, c.want)
+			}
+			if extra := e.Extra(); string(extra) != c.extra {
+				t.Errorf("Extra %s, want %s", extra, c.extra)
 			}
 			if ErrorCode(err) != c.want.Code || !strings.HasSuffix(err.Error(), fmt.Sprintf(" (HTTP %d, %s)", c.want.Status, c.want.Code)) {
 				t.Errorf("ErrorCode %q, Error() %q", ErrorCode(err), err)

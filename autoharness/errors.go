@@ -1,11 +1,14 @@
 package autoharness
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // The codes this package gives an error itself. A control plane's own codes
@@ -56,6 +59,32 @@ type Error struct {
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("%s (HTTP %d, %s)", e.Message, e.Status, e.Code)
+}
+
+// Extra is Details without its code and message, in the server's key
+// order (a refused delete's dependencies, a DRAINING refusal's operation),
+// nil when the error object holds nothing else.
+func (e *Error) Extra() json.RawMessage {
+	var b bytes.Buffer
+	err := jsonscan.Members(e.Details, func(key, val []byte) {
+		if k := string(key); k == "code" || k == "message" {
+			return
+		}
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		name, _ := encode(string(key))
+		b.Write(name)
+		b.WriteByte(':')
+		b.Write(val)
+	})
+	if err != nil || b.Len() == 0 {
+		return nil
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // RequestTimeoutError is a request whose deadline passed before its whole
