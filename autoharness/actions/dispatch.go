@@ -34,6 +34,22 @@ const (
 	EnvPollTimeoutSeconds    = "HARNESS_POLL_TIMEOUT_SECONDS"
 )
 
+// Input is one input of the dispatch Action and the variable it is read
+// from.
+type Input struct {
+	Name, Env string
+}
+
+// Inputs are the Action's inputs, in the order it lists them.
+var Inputs = []Input{
+	{"operation", EnvOperation}, {"server-url", EnvURL}, {"api-key", EnvAPIKey},
+	{"request-timeout-seconds", EnvRequestTimeoutSeconds}, {"repository-id", EnvRepositoryID}, {"prompt", EnvPrompt},
+	{"target", EnvTarget}, {"timeout", EnvTimeout}, {"fallbacks", EnvFallbacks}, {"ref", EnvRef},
+	{"concurrency-id", EnvConcurrencyID}, {"metadata", EnvMetadata}, {"idempotency-key", EnvIdempotencyKey},
+	{"session-drain-id", EnvSessionDrainID}, {"poll-interval-seconds", EnvPollIntervalSeconds},
+	{"poll-timeout-seconds", EnvPollTimeoutSeconds},
+}
+
 // The defaults and bounds of the Action's durations, in seconds.
 const (
 	DefaultRequestTimeoutSeconds = 30
