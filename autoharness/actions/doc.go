@@ -9,6 +9,7 @@
 //
 // Every refusal of an input is a *DispatchError with a code (the Code*
 // constants) and a message naming the variable; Run checks every input
-// before it sends any request. The parsers take outside text and are
-// fuzzed (FuzzParsers).
+// before it sends any request. The parsers of outside text are fuzzed
+// (FuzzParseHarnessTarget, FuzzParseHarnessFallbacks, FuzzParseMetadata,
+// FuzzParseAPIOrigin), and their vectors are data (testdata/parsers.jsonl).
 package actions

@@ -66,10 +66,11 @@ func pairs(n yaml.Node) (keys, values []string) {
 	return keys, values
 }
 
-func steps(t *testing.T, a actionFile) []step {
-	var out []step
+// steps are the action's steps, each decoded as a T.
+func steps[T any](t *testing.T, a actionFile) []T {
+	var out []T
 	for _, n := range a.Runs.Steps {
-		var s step
+		var s T
 		if err := n.Decode(&s); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestActionMetadata(t *testing.T) {
 		}
 	}
 	var dispatch *step
-	for _, s := range steps(t, a) {
+	for _, s := range steps[step](t, a) {
 		if s.ID == "dispatch" {
 			dispatch = &s
 		}
@@ -225,17 +226,9 @@ func TestActionLints(t *testing.T) {
 	for _, name := range inputs {
 		call[name] = map[string]any{"type": "string", "required": false}
 	}
-	var stepsAny []any
-	for _, n := range a.Runs.Steps {
-		var s any
-		if err := n.Decode(&s); err != nil {
-			t.Fatal(err)
-		}
-		stepsAny = append(stepsAny, s)
-	}
 	wf, err := yaml.Marshal(map[string]any{
 		"on":   map[string]any{"workflow_call": map[string]any{"inputs": call}},
-		"jobs": map[string]any{"action": map[string]any{"runs-on": "ubuntu-latest", "steps": stepsAny}},
+		"jobs": map[string]any{"action": map[string]any{"runs-on": "ubuntu-latest", "steps": steps[any](t, a)}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +260,7 @@ func runAction(t *testing.T, p *fakeplane.Server, inputs map[string]string) (cod
 		}
 	}
 	code = -1
-	for _, s := range steps(t, a) {
+	for _, s := range steps[step](t, a) {
 		if s.Run == "" {
 			continue // actions/setup-go: this host has Go
 		}
