@@ -24,7 +24,7 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var listed []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/]+)/` \\|").FindAllStringSubmatch(string(doc), -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/-]+)/` \\|").FindAllStringSubmatch(string(doc), -1) {
 		listed = append(listed, m[1])
 	}
 	var built []string
@@ -137,9 +137,15 @@ var internalReaches = map[string][]string{
 // TestLayering holds the house's layering, which no compiler checks: the
 // floor (attest) never links the proxy; only the kinds' tables and a
 // kind's own packages import a kind; the binary links nothing of testkit/;
-// internal/ holds leaves that reach no higher than record and exit.
+// internal/ holds leaves that reach no higher than record and exit; the
+// fleet client and its binary link nothing of the run.
 func TestLayering(t *testing.T) {
 	graph := ownImports(t)
+	for _, p := range linked(graph, "cmd/auto-harness") {
+		if !under(p, "autoharness") && !under(p, "internal") {
+			t.Errorf("cmd/auto-harness links %s: the Auto Harness client and its binary link nothing of the module but autoharness/ and internal/", p)
+		}
+	}
 	if slices.Contains(linked(graph, "attest"), "loopback") {
 		t.Error("attest links loopback: the floor judges the record, and the proxy's types stay with the launcher (attest.Loopback carries their words)")
 	}
