@@ -148,7 +148,9 @@ func TestSealAndVerify(t *testing.T) {
 
 // TestVerifyFindsWhatChanged: a file changed or gone after the run, a
 // payload altered, another key, an unsigned envelope: each exits 1 and the
-// report names it; a record moved with its statement is still found.
+// report names it; a record moved with its statement is still found, and
+// every file of its name, at its place and beside the statement, must
+// match (issue 33, finding 8).
 func TestVerifyFindsWhatChanged(t *testing.T) {
 	key, pub := keyPair(t, ed25519Key(t))
 	dir, st := records(t)
@@ -174,6 +176,30 @@ func TestVerifyFindsWhatChanged(t *testing.T) {
 	}
 	if rep, out := verify(t, filepath.Join(moved, filepath.Base(file)), pub); rep.Code() != exit.OK || !strings.Contains(out, moved) {
 		t.Errorf("moved: exit %d:\n%s", rep.Code(), out)
+	}
+
+	// Moved with one record forged beside it while the original still
+	// stands: both are checked, and the forged one fails the statement,
+	// named with the other beside it.
+	dir, st = records(t)
+	file = seal(t, dir, st, key)
+	moved = t.TempDir()
+	if err := os.Rename(file, filepath.Join(moved, filepath.Base(file))); err != nil {
+		t.Fatal(err)
+	}
+	forgedEvents := filepath.Join(moved, filepath.Base(st.Subject[0].Name))
+	writeFile(t, forgedEvents, []byte("forged\n"), 0o600)
+	if rep, out := verify(t, filepath.Join(moved, filepath.Base(file)), pub); rep.Code() != exit.Gap ||
+		!strings.Contains(out, "\ndiffers    events ") || !strings.Contains(out, forgedEvents+" is sha256:") ||
+		!strings.Contains(out, st.Subject[0].Name+" was checked too") || !strings.Contains(out, "\nok         attestation ") {
+		t.Errorf("a forged record beside a moved statement: exit %d:\n%s", rep.Code(), out)
+	}
+	// And the other way: the one beside holds, the one left at the old
+	// place was changed.
+	writeFile(t, forgedEvents, mustRead(t, st.Subject[0].Name), 0o600)
+	writeFile(t, st.Subject[0].Name, []byte("changed after the move\n"), 0o600)
+	if rep, out := verify(t, filepath.Join(moved, filepath.Base(file)), pub); rep.Code() != exit.Gap || !strings.Contains(out, st.Subject[0].Name+" is sha256:") {
+		t.Errorf("a record changed at its old place: exit %d:\n%s", rep.Code(), out)
 	}
 
 	// The payload altered: the exit code made another.
@@ -340,4 +366,13 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("re-sealed statement does not open: %v", err)
 		}
 	})
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

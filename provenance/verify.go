@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 
@@ -28,13 +30,19 @@ const (
 	CheckUnkept     Check = "unkept"     // the run kept no file of it (stdout, the scratch tree)
 )
 
-// SubjectCheck is one subject checked: where its file was found and what
-// its digest is now.
+// SubjectCheck is one subject checked: the files found for it and what
+// their digest is now.
 type SubjectCheck struct {
 	Subject Subject
 	Check   Check
-	Path    string // the file digested; "" when none was
-	Now     string // its digest now, or why it could not be read
+	// Paths are the files digested, in the order checked: its name, and
+	// the file of its name beside the statement when that is another one;
+	// empty when none was found.
+	Paths []string
+	// Path is the file Check speaks of: the one that differs or could not
+	// be read, else the first found.
+	Path string
+	Now  string // Path's digest now, or why it could not be read
 }
 
 // Report is one statement verified.
@@ -48,10 +56,12 @@ type Report struct {
 }
 
 // Verify reads the statement in file and checks it: its signature with v,
-// then each subject's digest against its file, looked for at its name and,
-// when not there, beside file (a record moved with its statement). Only an
-// error is a refusal; a signature or a digest that does not hold is in the
-// report.
+// then each subject's digest against its file at its name and against the
+// file of its name beside file (a record moved with its statement): every
+// one of them that exists must match, so that neither a forged file beside
+// a moved statement nor one left at the old place passes while the other
+// holds. Only an error is a refusal; a signature or a digest that does not
+// hold is in the report.
 func Verify(file string, v *Verifier) (*Report, error) {
 	b, err := inputfile.Read(file, maxEnvelope)
 	if err != nil {
@@ -82,24 +92,39 @@ func checkSubject(s Subject, beside string) SubjectCheck {
 		c.Check = CheckUnkept
 		return c
 	}
+	c.Check = CheckMissing
 	for _, p := range []string{s.Name, filepath.Join(beside, filepath.Base(s.Name))} {
+		if slices.Contains(c.Paths, p) {
+			continue
+		}
 		sum, err := inputfile.Digest(p, maxSubject)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		c.Path = p
+		c.Paths = append(c.Paths, p)
 		switch {
+		case c.Check == CheckDiffers || c.Check == CheckUnreadable:
+			// The first file that does not hold is the one reported.
 		case err != nil:
-			c.Check, c.Now = CheckUnreadable, err.Error()
-		case sum == s.Digest["sha256"]:
-			c.Check, c.Now = CheckOK, sum
-		default:
-			c.Check, c.Now = CheckDiffers, sum
+			c.Check, c.Path, c.Now = CheckUnreadable, p, err.Error()
+		case sum != s.Digest["sha256"]:
+			c.Check, c.Path, c.Now = CheckDiffers, p, sum
+		case c.Check == CheckMissing:
+			c.Check, c.Path, c.Now = CheckOK, p, sum
 		}
-		return c
 	}
-	c.Check = CheckMissing
 	return c
+}
+
+// alsoChecked names the other file checked for a subject that does not
+// hold, which may well match: both must.
+func alsoChecked(c SubjectCheck) string {
+	for _, p := range c.Paths {
+		if p != c.Path {
+			return " (" + p + " was checked too: every file of its name, at its place and beside the statement, must match)"
+		}
+	}
+	return ""
 }
 
 // Holds reports whether the statement verifies: signed, the signature good
@@ -141,9 +166,9 @@ func (r *Report) Print(w io.Writer, v *Verifier) {
 		want := "sha256:" + s.Digest["sha256"]
 		switch c.Check {
 		case CheckOK:
-			fmt.Fprintf(w, "ok         %-14s %s %s\n", s.Annotations.Role, want, c.Path)
+			fmt.Fprintf(w, "ok         %-14s %s %s\n", s.Annotations.Role, want, strings.Join(c.Paths, " and "))
 		case CheckDiffers:
-			fmt.Fprintf(w, "differs    %-14s %s %s is sha256:%s now\n", s.Annotations.Role, want, c.Path, c.Now)
+			fmt.Fprintf(w, "differs    %-14s %s %s is sha256:%s now%s\n", s.Annotations.Role, want, c.Path, c.Now, alsoChecked(c))
 		case CheckUnreadable:
 			fmt.Fprintf(w, "unreadable %-14s %s %s\n", s.Annotations.Role, want, c.Now)
 		case CheckMissing:
