@@ -34,7 +34,7 @@ func (r *run) startTelemetry() error {
 		return exit.Wrap(telemetry.RefuseOTLPEndpoint, err, "the OpenTelemetry export cannot start")
 	}
 	s := r.spec
-	r.tel.run = x.StartRun(telemetry.RunInfo{Kind: s.Kind, Provider: providerOf(r.d.ModelAPI), Model: s.Model,
+	r.tel.run = x.StartRun(telemetry.RunInfo{RunID: r.out.runID, Kind: s.Kind, Provider: providerOf(r.d.ModelAPI), Model: s.Model,
 		Hermetic: string(s.Hermetic), Decisions: string(s.Decisions), Credentials: string(s.Credentials), Prompt: s.Prompt})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
@@ -182,7 +183,21 @@ func (u *upstreamStop) Error() string { return u.What() }
 // line is the one line a fleet's usage-limit rule is meant to match, for
 // a quota stop.
 func (u *upstreamStop) line() string {
-	return fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", u, exit.Quota)
+	return fmt.Sprintf("metaharness: usage-limit: %v; the run was stopped at that answer (%s) instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)", u, whichAnswer(u.Record), exit.Quota)
+}
+
+// whichAnswer says which of its request's answers a quota stop came at:
+// the first, or the one after the throttles the proxy had waited out.
+func whichAnswer(rec loopback.Record) string {
+	n := len(rec.Throttled)
+	if n == 0 {
+		return "the request's first"
+	}
+	var waited time.Duration
+	for _, th := range rec.Throttled {
+		waited += th.Waited
+	}
+	return fmt.Sprintf("answer %d to the request, after %d throttle(s) waited out in %v", n+1, n, waited.Round(time.Millisecond))
 }
 
 // sayQuota prints u's line: on stdout under --output final or status,

@@ -34,11 +34,14 @@ const (
 
 	AttrVerb           = "metaharness.verb"
 	AttrRun            = "metaharness.run.id"
+	// AttrDigestKey is the key a standalone sidecar's digests are taken
+	// with (a run's are taken with its id, AttrRun).
+	AttrDigestKey = "metaharness.digest.key"
 	AttrKind           = "metaharness.kind"
 	AttrHermetic       = "metaharness.hermetic"
 	AttrDecisions      = "metaharness.decisions"
 	AttrCredentials    = "metaharness.credentials"
-	AttrPromptSHA256   = "metaharness.prompt.sha256"
+	AttrPromptDigest   = "metaharness.prompt.hmac_sha256"
 	AttrPromptBytes    = "metaharness.prompt.bytes"
 	AttrVendorVersion  = "metaharness.vendor.version"
 	AttrVendorModel    = "metaharness.vendor.model"
@@ -68,9 +71,9 @@ const (
 	AttrDecision       = "metaharness.tool.decision"
 	AttrDecidedBy      = "metaharness.tool.decided_by"
 	AttrDecisionMS     = "metaharness.tool.decision_latency_ms"
-	AttrInputSHA256    = "metaharness.tool.input.sha256"
+	AttrInputDigest    = "metaharness.tool.input.hmac_sha256"
 	AttrInputBytes     = "metaharness.tool.input.bytes"
-	AttrResultSHA256   = "metaharness.tool.result.sha256"
+	AttrResultDigest   = "metaharness.tool.result.hmac_sha256"
 	AttrResultBytes    = "metaharness.tool.result.bytes"
 	AttrIsError        = "metaharness.tool.is_error"
 	AttrUnfinished     = "metaharness.unfinished"

@@ -14,7 +14,10 @@
 //
 // What is exported by default holds no token, no placeholder, no file
 // content and no prompt: prompts, texts, tool inputs and results appear as
-// sha256 digests and sizes. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true,
+// digests and sizes, each digest HMAC-SHA256 keyed with the run's id (a
+// sidecar's with a random key each span names), so that no table of
+// likely prompts finds them and one run's calls cannot be matched to
+// another's. OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true,
 // the GenAI conventions' own opt-in, adds them (bounded, the placeholder
 // taken out).
 //

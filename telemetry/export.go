@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -33,6 +34,10 @@ type Exporter struct {
 
 	mu       sync.Mutex
 	flushErr string // why a flush failed: the end does not wait again
+
+	// key is what a standalone sidecar's digests are keyed with
+	// (AttrDigestKey): random, one per exporter.
+	key string
 }
 
 // quiet routes the SDK's own complaints away from stderr, which carries
@@ -51,7 +56,7 @@ func NewExporter(cfg *Config, service, version string) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the OTLP exporter for %s: %w", cfg.Endpoint, err)
 	}
-	x := &Exporter{cfg: cfg, count: &counting{SpanExporter: exp}}
+	x := &Exporter{cfg: cfg, count: &counting{SpanExporter: exp}, key: rand.Text()}
 	res := resource.NewSchemaless(
 		attribute.String("service.name", "metaharness"),
 		attribute.String("service.version", version),

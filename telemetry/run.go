@@ -3,6 +3,7 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +22,8 @@ import (
 
 // RunInfo is what a run is before its stream says more.
 type RunInfo struct {
+	// RunID is the run's id, the key its digests are taken with.
+	RunID       string
 	Kind        string
 	Provider    string // gen_ai.provider.name: anthropic, openai; "" unknown
 	Model       string // --model
@@ -46,6 +49,7 @@ type Run struct {
 	turns   []window
 	calls   map[string]trace.Span
 	secrets []string // taken out of what the opt-in exports
+	key     string   // the run's id, which its digests are keyed with
 }
 
 // window is a turn's span and when it was open, for the requests made in it.
@@ -56,12 +60,12 @@ type window struct {
 
 // StartRun opens a run's root span now.
 func (x *Exporter) StartRun(info RunInfo) *Run {
-	r := &Run{x: x, content: x.cfg.Content, calls: map[string]trace.Span{}}
+	r := &Run{x: x, content: x.cfg.Content, calls: map[string]trace.Span{}, key: info.RunID}
 	attrs := []attribute.KeyValue{
 		attribute.String(AttrOperation, OpInvokeAgent), attribute.String(AttrAgentName, info.Kind),
 		attribute.String(AttrKind, info.Kind), attribute.String(AttrHermetic, info.Hermetic),
 		attribute.String(AttrDecisions, info.Decisions), attribute.String(AttrCredentials, info.Credentials),
-		attribute.String(AttrPromptSHA256, digest([]byte(info.Prompt))), attribute.Int(AttrPromptBytes, len(info.Prompt)),
+		attribute.String(AttrPromptDigest, digest(r.key, []byte(info.Prompt))), attribute.Int(AttrPromptBytes, len(info.Prompt)),
 	}
 	if info.Provider != "" {
 		attrs = append(attrs, attribute.String(AttrProvider, info.Provider))
@@ -135,7 +139,7 @@ func (r *Run) event(l *record.EventLine) {
 			attribute.String(AttrOperation, OpExecuteTool), attribute.String(AttrToolName, ev.Name), attribute.String(AttrToolCallID, ev.CallID),
 			attribute.StringSlice(AttrOperations, nonNil(ev.Operations)), attribute.Int(AttrSubjects, len(ev.Subjects)),
 			attribute.String(AttrSeam, ev.Seam), attribute.Bool(AttrDecisionNeeded, ev.DecisionRequired),
-			attribute.String(AttrInputSHA256, digest(ev.Input)), attribute.Int(AttrInputBytes, len(ev.Input)),
+			attribute.String(AttrInputDigest, digest(r.key, ev.Input)), attribute.Int(AttrInputBytes, len(ev.Input)),
 		}
 		if r.content {
 			attrs = append(attrs, attribute.String(AttrToolArguments, r.text(string(ev.Input))))
@@ -168,7 +172,7 @@ func (r *Run) event(l *record.EventLine) {
 		if ev.Bytes != nil {
 			n = int(*ev.Bytes)
 		}
-		s.SetAttributes(attribute.Int(AttrResultBytes, n), attribute.String(AttrResultSHA256, digest(ev.Content)))
+		s.SetAttributes(attribute.Int(AttrResultBytes, n), attribute.String(AttrResultDigest, digest(r.key, ev.Content)))
 		if ev.IsError != nil {
 			s.SetAttributes(attribute.Bool(AttrIsError, *ev.IsError))
 			if *ev.IsError {
@@ -426,9 +430,15 @@ func setString(s trace.Span, key string, v *string) {
 	}
 }
 
-func digest(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+// digest is HMAC-SHA256 of b keyed with key (a run's id): the same text
+// digests differently in every run, so a trace store cannot be searched
+// with a table of likely prompts and inputs, nor one run's calls matched
+// to another's; whoever holds the text and the run's id can still check
+// it.
+func digest(key string, b []byte) string {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write(b)
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 func nonNil(s []string) []string {

@@ -34,7 +34,7 @@ func (x *Exporter) Asker(inner decide.Asker) decide.Asker {
 			attribute.String(AttrOperation, OpExecuteTool), attribute.String(AttrToolName, req.Tool), attribute.String(AttrToolCallID, req.CallID),
 			attribute.String(AttrMCPTool, req.Entry), attribute.StringSlice(AttrOperations, nonNil(operations(req.Operation))),
 			attribute.Int(AttrSubjects, len(req.Subjects)), attribute.String(AttrSeam, req.Seam),
-			attribute.String(AttrInputSHA256, digest(req.Input)), attribute.Int(AttrInputBytes, len(req.Input)),
+			attribute.String(AttrInputDigest, digest(x.key, req.Input)), attribute.String(AttrDigestKey, x.key), attribute.Int(AttrInputBytes, len(req.Input)),
 		}
 		if x.cfg.Content {
 			attrs = append(attrs, attribute.String(AttrToolArguments, truncate(string(req.Input))))

@@ -2,6 +2,9 @@ package telemetry
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -71,7 +74,7 @@ func startRun(t *testing.T, endpoint, protocol string, env map[string]string) *R
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := x.StartRun(RunInfo{Kind: "claude", Provider: "anthropic", Model: "claude-test", Hermetic: "on", Decisions: "frame", Credentials: "loopback", Prompt: prompt})
+	r := x.StartRun(RunInfo{RunID: "claude-abc", Kind: "claude", Provider: "anthropic", Model: "claude-test", Hermetic: "on", Decisions: "frame", Credentials: "loopback", Prompt: prompt})
 	r.Secrets(placeholder)
 	return r
 }
@@ -154,6 +157,14 @@ func TestRunTrace(t *testing.T) {
 						t.Errorf("%s: %s = %v (%T), want %v", name, k, got[k], got[k], v)
 					}
 				}
+			}
+			// Digests are keyed with the run's id, never a bare sha256 a
+			// table of likely prompts would find.
+			keyed := hmac.New(sha256.New, []byte("claude-abc"))
+			keyed.Write([]byte(prompt))
+			bare := sha256.Sum256([]byte(prompt))
+			if got := attrs(root)[AttrPromptDigest]; got != hex.EncodeToString(keyed.Sum(nil)) || got == hex.EncodeToString(bare[:]) {
+				t.Errorf("the prompt's digest %v is not HMAC-SHA256 keyed with the run's id", got)
 			}
 			if ops, _ := attrs(read)[AttrOperations].([]any); len(ops) != 1 || ops[0] != "file.read" {
 				t.Errorf("read's operations: %v", attrs(read)[AttrOperations])

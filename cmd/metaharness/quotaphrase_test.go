@@ -42,7 +42,7 @@ var phraseAllowed = map[string][]string{
 	// never printed.
 	"exit/exit.go": {"\"`run` only: the model API would not serve the account: a 429 that `--throttle-budget` does not cover (a longer wait asked, or the budget spent), `insufficient_quota`, a quota error inside a stream; one `metaharness: usage-limit: …` line says which. Not a verdict of the controls: the same task may succeed after a cooldown or on another account\""},
 	// The one line for a real quota answer.
-	"launcher/run_windup.go": {`"metaharness: usage-limit: %v; the run was stopped at that first answer instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
+	"launcher/run_windup.go": {`"metaharness: usage-limit: %v; the run was stopped at that answer (%s) instead of sitting through the vendor's retries (exit %d: retry after a cooldown, or on another account)"`},
 	// The event the vendor's own rate-limit notices become: stream
 	// content, never printed under --output final.
 	"record/events.go":   {`"rate_limit"`, `"rate_limit"`, `"rate_limit"`},
