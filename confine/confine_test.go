@@ -65,6 +65,38 @@ func helper(args []string) int {
 			}
 		}
 		return 0
+	case "nproc":
+		// Confine a vendor bounded to args[1] processes that tries to start
+		// args[2] sleepers, and print how many it started.
+		self, _ := os.Executable()
+		s := testSpec(self)
+		s.NprocMax, _ = strconv.Atoi(args[1])
+		s.Fresh = []string{"/tmp"}
+		// A shell gives up on a fork that fails; Python says so and goes
+		// on. What is left ends with the vendor (the init kills it).
+		i, err := New(s, Command{Program: "/usr/bin/python3", Args: []string{"python3", "-c", `import os, sys, time
+n = 0
+for _ in range(int(sys.argv[1])):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    n += 1
+print("started", n, flush=True)`, args[2]}, Dir: "/"})
+		if err == nil {
+			i.Cmd.Stdout, i.Cmd.Stderr = os.Stdout, os.Stdout
+			if err = i.Start(); err == nil {
+				_, err = i.Wait()
+			}
+		}
+		if err != nil {
+			fmt.Println("nproc:", err)
+			return 1
+		}
+		return 0
 	case "spawn":
 		// Start args as a child with this process's stdio and wait for it:
 		// the vendor starting a tool.

@@ -27,6 +27,20 @@ type Controls struct {
 	// (DelegatedCgroup): a process's cgroup is not the host's.
 	Cgroup    string `json:"cgroup,omitempty"`
 	CgroupWhy string `json:"cgroup_why,omitempty"`
+	// Nproc: RLIMIT_NPROC binds the vendor's tree (Spec.NprocMax), which
+	// it does for every caller but the host's root, whom the kernel
+	// exempts; NprocWhy says so otherwise.
+	Nproc    bool   `json:"nproc,omitempty"`
+	NprocWhy string `json:"nproc_why,omitempty"`
+}
+
+// nproc is whether RLIMIT_NPROC binds a child of the caller uid, and why
+// not.
+func nproc(uid int) (bool, string) {
+	if uid == 0 {
+		return false, "the caller is the host's root (uid 0), whom RLIMIT_NPROC does not bind, and no delegated cgroup v2 is there to bound the tree's processes instead"
+	}
+	return true, ""
 }
 
 // Scoped reports whether the command sandbox can run here.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -286,6 +287,83 @@ func TestTmpfsBounds(t *testing.T) {
 		`for d in "$1" /dev/shm; do head -c 2097152 /dev/zero > "$d/big" 2>/dev/null && echo "$d: unbounded" || echo "$d: $(wc -c < "$d/big")"; done`, "sh", fresh}, Dir: "/"})
 	if ex.Code == nil || *ex.Code != 0 || out != fresh+": 1048576\n/dev/shm: 1048576\n" {
 		t.Errorf("ended %+v with:\n%s", ex, out)
+	}
+}
+
+// TestSeededBounds: a seeded directory holds a copy of what it held at
+// the start (a file, a subdirectory, a link, their modes), takes writes up
+// to the shared bound and no more (two seeded directories together), and
+// the original on disk never changes.
+func TestSeededBounds(t *testing.T) {
+	self := available(t)
+	home, tmp := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "conf"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "conf", "settings.json"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("conf/settings.json", filepath.Join(home, "link")); err != nil {
+		t.Fatal(err)
+	}
+	s := testSpec(self)
+	s.Seeded, s.FreshBytes = []string{home, tmp}, 1<<20
+	out, ex := run(t, s, Command{Program: "/bin/sh", Args: []string{"sh", "-c", `
+cat "$1/link"; stat -c '%a' "$1/conf" "$1/conf/settings.json"
+head -c 700000 /dev/zero > "$1/big" && echo "first fits"
+head -c 700000 /dev/zero > "$2/big" 2>/dev/null && echo "second fits" || echo "second: $(wc -c < "$2/big")"`, "sh", home, tmp}, Dir: "/"})
+	head, second, _ := strings.Cut(out, "second: ")
+	n, err := strconv.Atoi(strings.TrimSpace(second))
+	if ex.Code == nil || *ex.Code != 0 || head != "{}\n700\n600\nfirst fits\n" || err != nil || n >= 700000 || n < 200000 {
+		t.Errorf("ended %+v with:\n%s\nwant the copy, then the first write whole and the second cut at the shared bound", ex, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, "big")); err == nil {
+		t.Error("a write inside reached the original on disk")
+	}
+}
+
+// TestNprocBound: a caller that is not the host's root gets its vendor's
+// processes bounded by RLIMIT_NPROC (Spec.NprocMax): starting 2000 fails
+// early, nothing in the tree can raise the bound; for the host's root the
+// probe says the bound does not hold.
+func TestNprocBound(t *testing.T) {
+	self := available(t)
+	if ok, why := nproc(0); ok || why == "" {
+		t.Errorf("root: %v %q, want the bound said not to hold", ok, why)
+	}
+	if ok, _ := nproc(1000); !ok {
+		t.Error("a user: the bound said not to hold")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("this test starts the init as another user, which needs root")
+	}
+	// The test binary, where another user can run it.
+	dir, err := os.MkdirTemp("", "nproc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "confine.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", bin, "helper", "nproc", "300", "2000")
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	got := strings.TrimSpace(string(out))
+	n, err := strconv.Atoi(strings.TrimPrefix(got, "started "))
+	if err != nil || n >= 300 || n < 100 {
+		t.Errorf("under a bound of 300, the vendor's tree said %q, want fewer than 300 started", got)
 	}
 }
 

@@ -119,6 +119,12 @@ func applyControls(s *Spec) error {
 			return fmt.Errorf("the command sandbox %s needs Landlock ABI %d, and this kernel has %s", s.CommandSandbox, ScopedABI, why)
 		}
 	}
+	if s.NprocMax > 0 {
+		n := uint64(s.NprocMax)
+		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+			return fmt.Errorf("bounding the vendor's processes (RLIMIT_NPROC %d): %w", n, err)
+		}
+	}
 	return denySyscalls(s.DenySyscalls)
 }
 

@@ -18,6 +18,7 @@ const (
 	stepFresh
 	stepLink
 	stepBind
+	stepSeed
 	stepCover
 )
 
@@ -29,7 +30,7 @@ type step struct {
 	dir      bool   // stepBind, stepCover: the path is a directory
 	link     string // stepLink: the link's text
 	from     string // stepCover: the file it is covered with, "" an empty one
-	src      int    // stepBind, stepCover of a file: the detached clone, -1 none
+	src      int    // stepBind, stepSeed, stepCover of a file: the detached clone, -1 none
 }
 
 // setUp gives the init's mount namespace the view s describes. Every source
@@ -54,6 +55,11 @@ func setUp(s *Spec) error {
 	if err != nil {
 		return err
 	}
+	seeds, err := newSeeds(steps, s.FreshBytes)
+	if err != nil {
+		return err
+	}
+	defer seeds.close()
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return fmt.Errorf("making / read-only: %w", err)
 	}
@@ -96,6 +102,10 @@ func setUp(s *Spec) error {
 			if err := attach(st.src, st.path, st.dir); err != nil {
 				return fmt.Errorf("binding %s back: %w", st.path, err)
 			}
+		case stepSeed:
+			if err := seeds.seed(st); err != nil {
+				return fmt.Errorf("putting %s on its bounded tmpfs: %w", st.path, err)
+			}
 		case stepCover:
 			if isHidden(steps, st) {
 				continue
@@ -131,7 +141,7 @@ func isHidden(steps []step, st step) bool {
 			continue
 		}
 		if d := depth(o.path); d >= deepest {
-			deepest, hides = d, o.kind != stepBind
+			deepest, hides = d, o.kind != stepBind && o.kind != stepSeed
 		}
 	}
 	return hides
@@ -174,6 +184,11 @@ func plan(s *Spec) ([]step, error) {
 		}
 		add(step{kind: stepBind, path: real, writable: true})
 	}
+	for _, p := range s.Seeded {
+		if real, ok := existing(p); ok {
+			add(step{kind: stepSeed, path: real, dir: true})
+		}
+	}
 	for _, pattern := range s.Covered {
 		matches, _ := filepath.Glob(pattern)
 		for _, m := range matches {
@@ -199,6 +214,15 @@ func plan(s *Spec) ([]step, error) {
 	})
 	for i := range steps {
 		st := &steps[i]
+		if st.kind == stepSeed {
+			// The original, whose content the tmpfs is seeded with.
+			fd, err := unix.OpenTree(unix.AT_FDCWD, st.path, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+			if err != nil {
+				return nil, fmt.Errorf("seeding %s: cloning it: %w", st.path, err)
+			}
+			st.src = fd
+			continue
+		}
 		if st.kind != stepBind && st.kind != stepCover {
 			continue
 		}

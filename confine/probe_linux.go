@@ -101,6 +101,7 @@ func Probe(init string) (Controls, error) {
 		return Controls{}, fmt.Errorf("the probe's child said %q, not what it found: %w", out.Bytes(), err)
 	}
 	c.Cgroup, c.CgroupWhy = DelegatedCgroup()
+	c.Nproc, c.NprocWhy = nproc(os.Geteuid())
 	return c, nil
 }
 

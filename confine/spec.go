@@ -105,7 +105,7 @@ const (
 	DefaultFreshBytes = 1 << 30   // each of /tmp and /var/tmp
 	DefaultShmBytes   = 256 << 20 // /dev/shm
 	DefaultMemoryMax  = 8 << 30   // the whole tree's memory.max
-	DefaultPidsMax    = 4096      // the whole tree's pids.max
+	DefaultPidsMax    = 1024      // the whole tree's pids.max, or RLIMIT_NPROC without a cgroup
 )
 
 // Spec is one child's confinement as data: the launch plan carries it, so
@@ -133,6 +133,12 @@ type Spec struct {
 	ReadOnly []string `json:"read_only"`
 	// Writable directories are bound back writable at their own paths.
 	Writable []string `json:"writable"`
+	// Seeded directories are writable too, but on one fresh tmpfs of
+	// FreshBytes they share (the launch's own scratch directories: the
+	// vendor's HOME, TMPDIR, config home), seeded with a copy of what each
+	// held at the start; what the child writes there is bounded and ends
+	// with the run, and the originals on disk are never written.
+	Seeded []string `json:"seeded,omitempty"`
 	// Covered paths (glob patterns allowed) are made unreadable last, even
 	// inside a bound directory: a file by an empty one, a directory by an
 	// empty read-only one. A path that does not exist is left alone.
@@ -171,6 +177,12 @@ type Spec struct {
 	// own below a delegated one, with memory and task bounds; the run
 	// refuses to start when it cannot.
 	Cgroup *Cgroup `json:"cgroup,omitempty"`
+	// NprocMax, when not 0, is the RLIMIT_NPROC the init gives the
+	// vendor's tree: at most that many processes and threads in the
+	// vendor's user namespace, which nothing in it can raise. For where no
+	// cgroup bounds the tree; it binds no child of the host's root
+	// (Controls.Nproc).
+	NprocMax int `json:"nproc_max,omitempty"`
 }
 
 // Replacement is one Spec.Replaced entry: Source bound over Path.
@@ -221,7 +233,7 @@ func (s *Spec) Check() error {
 	if s.CommandSandbox != "" {
 		more = append(more, s.CommandSandbox)
 	}
-	for _, l := range [][]string{s.Hidden, s.Fresh, s.ReadOnly, s.Writable, s.Covered, more} {
+	for _, l := range [][]string{s.Hidden, s.Fresh, s.ReadOnly, s.Writable, s.Seeded, s.Covered, more} {
 		for _, p := range l {
 			if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
 				return fmt.Errorf("confinement: %q is not an absolute path below /", p)
@@ -234,8 +246,8 @@ func (s *Spec) Check() error {
 	if s.GateListen != "" && s.Listen == "" {
 		return fmt.Errorf("confinement: an egress gate (%s) without the model route it stands beside", s.GateListen)
 	}
-	if s.FreshBytes < 0 || s.ShmBytes < 0 {
-		return fmt.Errorf("confinement: a tmpfs size is negative (%d, %d)", s.FreshBytes, s.ShmBytes)
+	if s.FreshBytes < 0 || s.ShmBytes < 0 || s.NprocMax < 0 {
+		return fmt.Errorf("confinement: a bound is negative (tmpfs %d, %d; processes %d)", s.FreshBytes, s.ShmBytes, s.NprocMax)
 	}
 	if c := s.Cgroup; c != nil && (!filepath.IsAbs(c.Parent) || c.MemoryMax <= 0 || c.PidsMax <= 0) {
 		return fmt.Errorf("confinement: the cgroup bounds need an absolute parent and positive limits (%+v)", *c)
