@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/loopback"
@@ -131,8 +132,9 @@ func (r *run) observe(ctx context.Context, w *World) error {
 // starts: the child may write there, so it could plant a program that the
 // caller's next run (its --version probe, doctor, the spawn) executes
 // outside any confinement. The vendor binary, each directory on the
-// child's PATH, metaharness itself and its cache count, each through its
-// links; and each absolute directory on the caller's own PATH, whose
+// child's PATH, metaharness itself and its cache count, each through every
+// link of its chain (treepath.Hops: the first, the last and each between);
+// and each absolute directory on the caller's own PATH, whose
 // programs the caller (and the auditor, which inherits that PATH) runs
 // next. A relative PATH entry names whatever directory the caller stands
 // in, planted or not, and is not judged.
@@ -151,9 +153,11 @@ func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
 		if !filepath.IsAbs(p) {
 			continue
 		}
-		held := []string{filepath.Clean(p)} // a path not there yet is one the child could make
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			held = append(held, real)
+		// A path not there yet is one the child could make; a link in the
+		// middle of a chain it could replace as well as the first.
+		held := []string{filepath.Clean(p)}
+		if hops, err := treepath.Hops(p); err == nil {
+			held = append(held, hops...)
 		}
 		for _, q := range held {
 			if q == cwd || strings.HasPrefix(q, strings.TrimSuffix(cwd, "/")+"/") {
