@@ -8,6 +8,7 @@ import (
 
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -29,7 +30,7 @@ func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.
 		if call.Name != req.Tool {
 			return fmt.Errorf("the wire's call is %s, not %s", call.Name, req.Tool)
 		}
-		return sameJSON(launcher.DropNulls(launcher.WireInput(call)), launcher.DropNulls(req.Input))
+		return sameJSON(kind.DropNulls(launcher.WireInput(call)), kind.DropNulls(req.Input))
 	case req.Tool == ShellTool:
 		return matchCommand(call, req.Input, plan.Dir)
 	case req.Tool == PatchTool:
@@ -42,9 +43,9 @@ func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.
 }
 
 func sameJSON(a, b json.RawMessage) error {
-	x, errA := launcher.DecodeJSON(a)
-	y, errB := launcher.DecodeJSON(b)
-	if errA != nil || errB != nil || !launcher.EqualJSON(x, y, launcher.NumbersExact) {
+	x, errA := kind.DecodeJSON(a)
+	y, errB := kind.DecodeJSON(b)
+	if errA != nil || errB != nil || !kind.EqualJSON(x, y, kind.NumbersExact) {
 		return fmt.Errorf("the arguments differ from the wire's")
 	}
 	return nil
