@@ -9,6 +9,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -119,7 +120,7 @@ func (r *run) readCommands(eng *frame.Engine) {
 		return
 	}
 	// Blank lines too: they are numbered.
-	EachLine(r.io.Stdin, maxCommandLine, func(line []byte) { _ = eng.HandleLine(line) }, func() { eng.DropLongLine(maxCommandLine) })
+	kind.EachLine(r.io.Stdin, maxCommandLine, func(line []byte) { _ = eng.HandleLine(line) }, func() { eng.DropLongLine(maxCommandLine) })
 }
 
 // maxCommandLine bounds one stdin line: a frame.set carries a whole frame,

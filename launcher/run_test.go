@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,22 +46,6 @@ func TestRunRefusesAnUnverifiedMode(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("a refusal before any event wrote a stream: %q", out.String())
-	}
-}
-
-func TestReadBoundedDropsALongLine(t *testing.T) {
-	in := strings.Repeat("x", 300) + "\nshort\n"
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	line, long, err := readBounded(br, 100)
-	if !long || line != nil || err != nil {
-		t.Fatalf("long line: %q %v %v", line, long, err)
-	}
-	line, long, err = readBounded(br, 100)
-	if long || string(line) != "short\n" || err != nil {
-		t.Fatalf("next line: %q %v %v", line, long, err)
-	}
-	if _, _, err := readBounded(br, 100); err != io.EOF {
-		t.Fatalf("at the end: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -49,7 +50,7 @@ var (
 // is held to metaharness's answers first (book.hold).
 func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
 	eng := s.run.Engine()
-	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+	kind.EachLine(p.Stdout, kind.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		items := s.reader.Read(line)
 		fact, _ := s.reader.Fact()
@@ -87,7 +88,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 		for _, w := range found {
 			s.run.Emit("", w)
 		}
-	}, func() { s.run.Emit("", launcher.LineTooLong("the b10x loop")) })
+	}, func() { s.run.Emit("", kind.LineTooLong("the b10x loop")) })
 	for _, w := range s.book.end() {
 		s.run.Emit("", w)
 	}

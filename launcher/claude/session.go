@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -42,7 +43,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 	chk := launcher.NewRecordCheck("Claude Code", s.run, func(call loopback.Call, ev *record.ToolRequested) error {
 		return MatchLine(call, ev.Name, ev.Input)
 	}, lastBlockText, WarnVendorText)
-	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+	kind.EachLine(p.Stdout, kind.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		for _, it := range tr.Read(line) {
 			if !chk.Holds(it.Event) {
@@ -77,7 +78,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 				s.run.Emit(it.At, ev)
 			}
 		}
-	}, func() { s.run.Emit("", launcher.LineTooLong("Claude Code")) })
+	}, func() { s.run.Emit("", kind.LineTooLong("Claude Code")) })
 	return chk.Final(tr.Terminal())
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -81,7 +82,7 @@ func (s *session) Drive(ctx context.Context, p launcher.Pipes) *record.SessionEn
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		s.conn.readFrom(p.Stdout, func() { s.run.Emit("", launcher.LineTooLong("codex app-server")) })
+		s.conn.readFrom(p.Stdout, func() { s.run.Emit("", kind.LineTooLong("codex app-server")) })
 	}()
 	loop := make(chan struct{})
 	go func() {
