@@ -7,6 +7,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/loopbackhost"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 )
@@ -77,7 +78,7 @@ func checkSpec(s *Spec, d *Descriptor) error {
 			return err
 		}
 	}
-	if d.Capabilities.Mode(s.Decisions) == Absent {
+	if d.Capabilities.Mode(s.Decisions) == kind.Absent {
 		return exit.Refuse(RefuseDecisionsUnsupported, "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
 	}
 	if err := checkCredentials(s, rules); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -41,7 +42,7 @@ type Descriptor struct {
 	Install string
 	// Capabilities is what `capabilities NAME` prints; the run refuses what
 	// it does not honour.
-	Capabilities *Capabilities
+	Capabilities *kind.Capabilities
 	// ContextChannel names how --context files reach the model
 	// (session.started.context_files[].channel).
 	ContextChannel string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -19,10 +20,10 @@ import (
 type unprovenKind struct{}
 
 func (unprovenKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "claude", Binary: "none", Capabilities: &Capabilities{
-		Adapter:        AdapterName{ID: "claude", Class: "harness"},
-		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
-		DecisionModes:  map[string]Status{"frame": Delivered, "ask": Unverified},
+	return &Descriptor{Name: "claude", Binary: "none", Capabilities: &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "claude", Class: "harness"},
+		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
+		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered, "ask": kind.Unverified},
 		VersionsPinned: []string{"1"},
 	}}
 }

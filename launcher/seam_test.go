@@ -13,6 +13,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -23,10 +24,10 @@ import (
 type conversingKind struct{ t *testing.T }
 
 func (conversingKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "echo", Binary: "cat", Capabilities: &Capabilities{
-		Adapter:        AdapterName{ID: "echo", Class: "harness"},
-		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
-		DecisionModes:  map[string]Status{"frame": Delivered},
+	return &Descriptor{Name: "echo", Binary: "cat", Capabilities: &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "echo", Class: "harness"},
+		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
+		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered},
 		VersionsPinned: []string{"any"},
 	}}
 }

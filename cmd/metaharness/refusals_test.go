@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -71,7 +72,7 @@ var unreachable = map[exit.Name]func() (bool, string){
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
-				if s == launcher.Absent {
+				if s == kind.Absent {
 					return false, "run " + k.Descriptor().Name + " is built and --decisions " + mode + " is absent there"
 				}
 			}
@@ -84,7 +85,7 @@ var unreachable = map[exit.Name]func() (bool, string){
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
-				if s == launcher.Unverified {
+				if s == kind.Unverified {
 					return false, "run " + k.Descriptor().Name + " is built and --decisions " + mode + " is unverified there"
 				}
 			}

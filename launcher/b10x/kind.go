@@ -25,6 +25,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -56,26 +57,26 @@ const RecordFormat = "b10x-jsonl"
 // SIGINT, its own stop, then its process group). metaharness fixes none of
 // the loop's offered tools and has no way into a turn, so those tiers are
 // absent.
-func Capabilities() *launcher.Capabilities {
-	s := launcher.Str
-	return &launcher.Capabilities{
-		Adapter:        launcher.AdapterName{ID: "b10x", Class: "direct_provider"},
+func Capabilities() *kind.Capabilities {
+	s := kind.Str
+	return &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "b10x", Class: "direct_provider"},
 		VersionsPinned: []string{Pin},
-		Tiers: launcher.Tiers{
-			Registration: launcher.Absent, Call: launcher.Delivered,
-			Turn: launcher.Absent, Kill: launcher.Delivered,
+		Tiers: kind.Tiers{
+			Registration: kind.Absent, Call: kind.Delivered,
+			Turn: kind.Absent, Kill: kind.Delivered,
 		},
-		Commands: map[string]launcher.CommandSupport{
-			"interrupt":      launcher.Honoured,
-			"halt":           launcher.Honoured,
-			"tool.decide":    launcher.Honoured,
-			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
-			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
-			"steer":          launcher.RefusedWith(record.UnsupportedControl),
-			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		Commands: map[string]kind.CommandSupport{
+			"interrupt":      kind.Honoured,
+			"halt":           kind.Honoured,
+			"tool.decide":    kind.Honoured,
+			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
+			"message.inject": kind.RefusedWith(record.UnsupportedControl),
+			"steer":          kind.RefusedWith(record.UnsupportedControl),
+			"permission.set": kind.RefusedWith(record.UnsupportedControl),
 		},
-		DecisionModes: map[string]launcher.Status{
-			"observe": launcher.Delivered, "frame": launcher.Delivered, "ask": launcher.Delivered,
+		DecisionModes: map[string]kind.Status{
+			"observe": kind.Delivered, "frame": kind.Delivered, "ask": kind.Delivered,
 		},
 		Rendering: map[string]*string{
 			"file.read": s("file_read"), "file.write": s("file_write"), "file.edit": s("file_edit"),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // TestTable: each row's name is unique, agrees with its descriptor's
@@ -58,7 +59,7 @@ func TestDescriptorsAgree(t *testing.T) {
 			t.Errorf("%s has no loopback environment and does not refuse --credentials loopback", d.Name)
 		}
 		for mode, st := range d.Capabilities.DecisionModes {
-			if st == launcher.Absent && d.Rules.NoDecisions == "" {
+			if st == kind.Absent && d.Rules.NoDecisions == "" {
 				t.Errorf("%s lacks --decisions %s and gives no reason", d.Name, mode)
 			}
 		}
