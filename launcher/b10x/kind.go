@@ -94,9 +94,9 @@ type Kind struct{}
 var (
 	_ launcher.Runner      = Kind{}
 	_ launcher.Replayer    = Kind{}
-	_ launcher.FlagProber  = Kind{}
+	_ kind.FlagProber      = Kind{}
 	_ launcher.SpecChecker = Kind{}
-	_ launcher.EnvChecker  = Kind{}
+	_ kind.EnvChecker      = Kind{}
 	_ launcher.FlagsKind   = Kind{}
 	_ launcher.Observer    = Kind{}
 )

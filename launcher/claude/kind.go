@@ -8,6 +8,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -17,9 +18,9 @@ import (
 type Kind struct{}
 
 var (
-	_ launcher.Runner     = Kind{}
-	_ launcher.Replayer   = Kind{}
-	_ launcher.FlagProber = Kind{}
+	_ launcher.Runner   = Kind{}
+	_ launcher.Replayer = Kind{}
+	_ kind.FlagProber   = Kind{}
 )
 
 // Descriptor: the Anthropic API behind the loopback proxy, with the key the

@@ -8,6 +8,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -24,7 +25,7 @@ var (
 	_ launcher.Replayer    = Kind{}
 	_ launcher.Observer    = Kind{}
 	_ launcher.Preflighter = Kind{}
-	_ launcher.FlagProber  = Kind{}
+	_ kind.FlagProber      = Kind{}
 	_ launcher.SpecChecker = Kind{}
 )
 
