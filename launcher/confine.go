@@ -10,6 +10,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // Warning codes of the confinement.
@@ -146,9 +147,9 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...strin
 	if c == nil || !w.Controls.Scoped() {
 		return nil
 	}
-	line := "exec " + ShellQuote(w.Self)
+	line := "exec " + kind.ShellQuote(w.Self)
 	for _, a := range append(confine.SandboxArgs(shell), lead...) {
-		line += " " + ShellQuote(a)
+		line += " " + kind.ShellQuote(a)
 	}
 	f := &File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
 		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine.Sandbox)\n" + line + ` "$@"` + "\n"}

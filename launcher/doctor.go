@@ -50,7 +50,7 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 	add := func(s kind.Verdict, name, format string, args ...any) {
 		checks = append(checks, kind.Check{Verdict: s, Name: name, Reason: fmt.Sprintf(format, args...)})
 	}
-	childPath := ChildPath(callerHome)
+	childPath := kind.ChildPath(callerHome)
 	binary, err := lookPath(d.Binary, childPath)
 	if err != nil {
 		add(kind.Fail, "binary", "%s", vendorMissing(d, err))

@@ -258,16 +258,6 @@ func lookPath(name, path string) (string, error) {
 	return "", fmt.Errorf("%s is not an executable file on %s", name, path)
 }
 
-// ChildPath is the PATH a child gets: the caller's ~/.local/bin, then the
-// system directories. The vendor binary is looked up on it, so what runs is
-// what the caller installed, never whatever their shell PATH finds first.
-func ChildPath(callerHome string) string {
-	if callerHome == "" {
-		return "/usr/local/bin:/usr/bin:/bin"
-	}
-	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
-}
-
 // versionDeadline bounds "--version": the pinned vendors answer in well
 // under a second (Claude Code 0.03 s, Codex 0.12 s).
 const versionDeadline = 10 * time.Second

@@ -14,6 +14,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -87,7 +88,7 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 // and whatever the kind looks at in its binary (Observer).
 func (r *run) observe(ctx context.Context, w *World) error {
 	var err error
-	childPath := ChildPath(r.io.Env["HOME"])
+	childPath := kind.ChildPath(r.io.Env["HOME"])
 	if w.Binary, err = lookPath(r.d.Binary, childPath); err != nil {
 		return vendorNotFound(r.d, err)
 	}

@@ -1,33 +1,10 @@
 package launcher
 
 import (
-	"sort"
 	"strings"
 
 	"github.com/metaharness/metaharness/attest"
 )
-
-// SortedEnv renders an environment map as sorted KEY=VALUE entries, the
-// form exec wants and C1 vectors pin.
-func SortedEnv(env map[string]string) []string {
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ShellQuote quotes s for a POSIX shell, for command strings a vendor runs
-// through sh (the Claude hook command).
-func ShellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // ClaimGate claims H12: imposed when the run's loopback proxy stands
 // between the child and the network (w.ProxyAddr), else unavailable.

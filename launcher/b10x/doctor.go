@@ -32,7 +32,7 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "run", "--help")
-	cmd.Env = []string{"PATH=" + launcher.ChildPath(callerHome), "XDG_CONFIG_HOME=" + filepath.Join(scratch, "config")}
+	cmd.Env = []string{"PATH=" + kind.ChildPath(callerHome), "XDG_CONFIG_HOME=" + filepath.Join(scratch, "config")}
 	cmd.Dir = scratch
 	out, err := cmd.Output()
 	if err != nil {
@@ -87,7 +87,7 @@ func EmittedFlags() ([]string, error) {
 // org.freedesktop.secrets owned or activatable on it. Only --api-key-secret
 // needs it, so a missing store is a warning, never a failure.
 func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []kind.Check {
-	env := []string{"PATH=" + launcher.ChildPath(getenv("HOME"))}
+	env := []string{"PATH=" + kind.ChildPath(getenv("HOME"))}
 	var given []string
 	for _, k := range BusEnv {
 		if v := getenv(k); v != "" {

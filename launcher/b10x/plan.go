@@ -16,6 +16,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x/hook"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // KeyEnv is the variable --credentials api-key reads by name and hands the
@@ -105,7 +106,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		cwd = spec.Cwd
 	}
 	config := filepath.Join(w.Scratch, "config")
-	env := map[string]string{"PATH": launcher.ChildPath(w.Env["HOME"]), "XDG_CONFIG_HOME": config}
+	env := map[string]string{"PATH": kind.ChildPath(w.Env["HOME"]), "XDG_CONFIG_HOME": config}
 
 	args := []string{"run", "--base-url", strings.TrimSuffix(spec.ModelEndpoint, "/") + "/v1", "--model", spec.Model,
 		"--workspace", cwd, "--execution-path", "metaharness", "--json", "--no-session", "--approve-up-to", "high"}
@@ -209,7 +210,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        args,
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		Dirs:        dirs,
 		Files:       files,

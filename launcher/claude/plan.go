@@ -13,6 +13,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 )
 
@@ -74,7 +75,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 
 	env := map[string]string{
 		"HOME":               home,
-		"PATH":               launcher.ChildPath(w.Env["HOME"]),
+		"PATH":               kind.ChildPath(w.Env["HOME"]),
 		"TMPDIR":             tmp,
 		"CLAUDE_CODE_TMPDIR": tmp,
 		"CLAUDE_CONFIG_DIR":  configHome,
@@ -134,9 +135,9 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
 
-	hookCmd := launcher.ShellQuote(w.Self)
+	hookCmd := kind.ShellQuote(w.Self)
 	for _, a := range hook.Args(w.DecisionSocket) {
-		hookCmd += " " + launcher.ShellQuote(a)
+		hookCmd += " " + kind.ShellQuote(a)
 	}
 	published, serve, owned := ownedServer(spec, w, cwd)
 	matcher := ""
@@ -209,7 +210,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        args,
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		Dirs:        []string{configHome},
 		Files:       files,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // observed is what Observe saw of the codex binary: World.Vendor's shape.
@@ -117,7 +118,7 @@ func (Kind) Observe(ctx context.Context, spec *launcher.Spec, w *launcher.World)
 		return exit.Wrap(launcher.RefuseScratchWrite, err, "creating %s", probe)
 	}
 	defer os.RemoveAll(probe)
-	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + launcher.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
+	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + kind.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
 	if err != nil {
 		return err
 	}

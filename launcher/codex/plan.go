@@ -11,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -144,7 +145,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	catalogPath := filepath.Join(w.Scratch, "model-catalog.json")
 
 	env := map[string]string{
-		"PATH":       launcher.ChildPath(w.Env["HOME"]),
+		"PATH":       kind.ChildPath(w.Env["HOME"]),
 		"HOME":       filepath.Join(w.Scratch, "home"),
 		"CODEX_HOME": codexHome,
 		"TMPDIR":     filepath.Join(w.Scratch, "tmp"),
@@ -214,7 +215,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	return &launcher.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		StdinPipe:   true,
 		Dirs:        []string{codexHome},

@@ -1,0 +1,39 @@
+package kind
+
+import (
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// SortedEnv renders an environment map as sorted KEY=VALUE entries, the
+// form exec wants and C1 vectors pin.
+func SortedEnv(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ShellQuote quotes s for a POSIX shell, for command strings a vendor runs
+// through sh (the Claude hook command).
+func ShellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ChildPath is the PATH a child gets: the caller's ~/.local/bin, then the
+// system directories. The vendor binary is looked up on it, so what runs is
+// what the caller installed, never whatever their shell PATH finds first.
+func ChildPath(callerHome string) string {
+	if callerHome == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
+}
