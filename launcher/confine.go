@@ -62,7 +62,7 @@ var freshRoots = []string{"/tmp", "/var/tmp"}
 // seccomp filter on the child's tree and its own cgroup with memory and
 // task bounds. It is nil under --unconfined or where the host cannot
 // confine (w.Unconfinable).
-func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confine.Spec {
+func Confinement(spec *kind.Spec, w *kind.World, dirs []string, readOnly ...string) *confine.Spec {
 	if spec.Unconfined || w.Unconfinable != "" {
 		return nil
 	}
@@ -143,7 +143,7 @@ const SandboxShell = "/bin/bash"
 // vendor where the domain cannot be made. It is nil, and c unchanged, when
 // there is no confinement (the script would be the child's to rewrite) or
 // the host's Landlock has no scopes.
-func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...string) *File {
+func CommandSandbox(c *confine.Spec, w *kind.World, name, shell string, lead ...string) *kind.File {
 	if c == nil || !w.Controls.Scoped() {
 		return nil
 	}
@@ -151,7 +151,7 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...strin
 	for _, a := range append(confine.SandboxArgs(shell), lead...) {
 		line += " " + kind.ShellQuote(a)
 	}
-	f := &File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
+	f := &kind.File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
 		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine.Sandbox)\n" + line + ` "$@"` + "\n"}
 	c.CommandSandbox = f.Path
 	return f
@@ -166,15 +166,15 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...strin
 // bash. The other users of the host are not in it, and the child sees none
 // of them anyway (their ids are unmapped). It returns the files to write,
 // none where CommandSandbox gives no script.
-func LoginShellSandbox(c *confine.Spec, w *World, home string) []File {
+func LoginShellSandbox(c *confine.Spec, w *kind.World, home string) []kind.File {
 	f := CommandSandbox(c, w, "bash", SandboxShell)
 	if f == nil {
 		return nil
 	}
-	passwd := File{Path: filepath.Join(w.Scratch, "passwd"), Mode: 0o644,
+	passwd := kind.File{Path: filepath.Join(w.Scratch, "passwd"), Mode: 0o644,
 		Content: "root:x:0:0:root:" + home + ":" + f.Path + "\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"}
 	c.Replaced = append(c.Replaced, confine.Replacement{Path: "/etc/passwd", Source: passwd.Path})
-	return []File{*f, passwd}
+	return []kind.File{*f, passwd}
 }
 
 // AttestConfinement completes a kind's claim with what c enforces: on
@@ -183,7 +183,7 @@ func LoginShellSandbox(c *confine.Spec, w *World, home string) []File {
 // connection fails in the kernel. With c nil, the rows the kind imposed on
 // H4, H6 and H12 are withdrawn, naming why (--unconfined, or what the host
 // lacks): the kind's words then claim what nothing enforces.
-func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *World) {
+func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *kind.Spec, w *kind.World) {
 	if c == nil {
 		why := "--unconfined: the caller chose to run the child without namespaces"
 		if !spec.Unconfined {
@@ -199,7 +199,7 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	if w.NonDumpable {
 		h4 += "; metaharness is non-dumpable, so no process of its uid outside may read its memory or environment either"
 	}
-	if spec.Credentials == CredentialsLoopback {
+	if spec.Credentials == kind.CredentialsLoopback {
 		h4 += tokenWords(spec, w)
 	}
 	claimGit(claim, w.Git)
@@ -219,7 +219,7 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 // agent's tools and the vendor hold in c, and why each missing one does
 // not: the wire check is the ground truth, these keep the record from
 // being written at all.
-func kernelWords(c *confine.Spec, w *World) string {
+func kernelWords(c *confine.Spec, w *kind.World) string {
 	parts := []string{"the vendor's stdio are one-way unix sockets, which no process can reopen through /proc to write into the record"}
 	if len(c.DenySyscalls) > 0 {
 		parts = append(parts, "seccomp makes "+strings.Join(c.DenySyscalls, ", ")+" fail in the child's whole tree")
@@ -241,7 +241,7 @@ func kernelWords(c *confine.Spec, w *World) string {
 
 // boundWords say, for H6, how much the child may hold: the fresh tmpfs
 // sizes, and memory and pids where the host delegates a cgroup.
-func boundWords(c *confine.Spec, w *World) string {
+func boundWords(c *confine.Spec, w *kind.World) string {
 	out := fmt.Sprintf("each fresh tmpfs holds at most %d MiB, /dev/shm %d MiB", c.FreshBytes>>20, c.ShmBytes>>20)
 	if c.Cgroup != nil {
 		return out + fmt.Sprintf("; the child's tree is bounded by cgroup v2 below %s: memory.max %d MiB, pids.max %d", c.Cgroup.Parent, c.Cgroup.MemoryMax>>20, c.Cgroup.PidsMax)
@@ -260,7 +260,7 @@ func orUnprobed(why string) string {
 // ClaimWire claims H13 for a kind whose model traffic can pass the proxy:
 // imposed when the proxy reads its answers (w.Wire), else unavailable,
 // naming why.
-func ClaimWire(c *attest.Claim, w *World, vendor string) {
+func ClaimWire(c *attest.Claim, w *kind.World, vendor string) {
 	if w.Wire == "" {
 		c.Unavailable(attest.H13, "the wire is not seen: no loopback proxy reads this run's model traffic (under --credentials loopback it does)")
 		return
@@ -268,7 +268,7 @@ func ClaimWire(c *attest.Claim, w *World, vendor string) {
 	c.Impose(attest.H13, "the loopback proxy reads every model response ("+w.Wire+") outside the child's reach, and the run holds "+vendor+"'s decision requests and its lines claiming model output to it: a request for a call the model did not make is denied, and a line the wire does not hold is never recorded as the model's")
 }
 
-func tokenWords(spec *Spec, w *World) string {
+func tokenWords(spec *kind.Spec, w *kind.World) string {
 	switch {
 	case w.TokenCleared != "":
 		return "; " + w.TokenCleared + " is cleared from metaharness's own environment block since it was read"

@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/gitindex/gittest"
 	"github.com/metaharness/metaharness/internal/treepath"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // linkedWorktree is a repository with one commit and a linked worktree of
@@ -33,7 +34,7 @@ func TestFindGitDirsLinkedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := filepath.Join(repo, ".git")
-	want := &GitDirs{GitDir: filepath.Join(common, "worktrees", "wt-1"), Common: common,
+	want := &kind.GitDirs{GitDir: filepath.Join(common, "worktrees", "wt-1"), Common: common,
 		Writable: []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}}
 	if g.GitDir != want.GitDir || g.Common != want.Common || !slices.Equal(g.Writable, want.Writable) {
 		t.Fatalf("got %+v, want %+v", g, want)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -54,7 +55,7 @@ type child struct {
 // sequences left out. The child's stdio are one-way unix sockets
 // (confine.OneWay), never pipes: nothing it starts can reopen its stdout
 // through /proc and write into the record.
-func spawnPlan(plan *Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
+func spawnPlan(plan *kind.Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
 	c := &child{done: make(chan struct{}), copied: make(chan struct{})}
 	if plan.Confinement != nil {
 		var err error

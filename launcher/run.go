@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -38,7 +39,7 @@ type IO struct {
 // wherever it lands: before the spawn the run refuses "stopped", after it
 // the child's whole process group is ended; either way the stream is
 // closed and the scratch tree removed.
-func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
+func Run(ctx context.Context, spec *kind.Spec, k Kind, rio IO) (exit.Code, error) {
 	if rio.Log == nil {
 		rio.Log = zap.NewNop()
 	}
@@ -66,7 +67,7 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 var errStdoutClosed = errors.New("stdout was closed by its reader")
 
 type run struct {
-	spec    *Spec
+	spec    *kind.Spec
 	kind    Kind
 	d       *Descriptor
 	runner  Runner      // nil: the kind's run loop is not built

@@ -114,7 +114,7 @@ func (r *run) checkControls() error {
 // checkOutputPaths refuses, before anything starts, the places the run
 // writes only at its end: a session must not run to completion and then lose
 // its attestation or transcript to a path that was never usable.
-func checkOutputPaths(s *Spec) error {
+func checkOutputPaths(s *kind.Spec) error {
 	if err := checkSessionOutputs(s); err != nil {
 		return err
 	}

@@ -27,10 +27,12 @@ func (unprovenKind) Descriptor() *Descriptor {
 		VersionsPinned: []string{"1"},
 	}}
 }
-func (unprovenKind) Plan(*Spec, *World) (*Plan, error)         { return nil, errors.New("never planned") }
-func (unprovenKind) VendorTimeout() time.Duration              { return time.Minute }
-func (unprovenKind) CloseReason(*record.SessionEnded) string   { return record.ReasonError }
-func (unprovenKind) NewSession(*Spec, *Plan, Services) Session { return nil }
+func (unprovenKind) Plan(*kind.Spec, *kind.World) (*kind.Plan, error) {
+	return nil, errors.New("never planned")
+}
+func (unprovenKind) VendorTimeout() time.Duration                        { return time.Minute }
+func (unprovenKind) CloseReason(*record.SessionEnded) string             { return record.ReasonError }
+func (unprovenKind) NewSession(*kind.Spec, *kind.Plan, Services) Session { return nil }
 func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return nil
 }
@@ -38,7 +40,7 @@ func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) fr
 // TestRunRefusesAnUnverifiedMode: a decision mode the kind has not driven
 // is refused before anything starts, rather than over-claimed.
 func TestRunRefusesAnUnverifiedMode(t *testing.T) {
-	spec := &Spec{Kind: "claude", Prompt: "p", Decisions: "ask", Credentials: "none", Hermetic: "off"}
+	spec := &kind.Spec{Kind: "claude", Prompt: "p", Decisions: "ask", Credentials: "none", Hermetic: "off"}
 	var out strings.Builder
 	code, err := Run(context.Background(), spec, unprovenKind{}, IO{Stdout: &out, Stderr: io.Discard, Env: map[string]string{}})
 	var r *exit.Refusal

@@ -32,8 +32,8 @@ func (conversingKind) Descriptor() *Descriptor {
 	}}
 }
 
-func (conversingKind) Plan(s *Spec, w *World) (*Plan, error) {
-	return &Plan{Program: w.Binary, Env: []string{"PATH=/usr/bin:/bin"}, Dir: filepath.Join(w.Scratch, "work"), StdinPipe: true,
+func (conversingKind) Plan(s *kind.Spec, w *kind.World) (*kind.Plan, error) {
+	return &kind.Plan{Program: w.Binary, Env: []string{"PATH=/usr/bin:/bin"}, Dir: filepath.Join(w.Scratch, "work"), StdinPipe: true,
 		Attestation: record.Attestation{Mode: string(s.Hermetic), Decisions: string(s.Decisions)}}, nil
 }
 func (conversingKind) VendorTimeout() time.Duration            { return time.Minute }
@@ -41,7 +41,7 @@ func (conversingKind) CloseReason(*record.SessionEnded) string { return record.R
 func (conversingKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return func(string, json.RawMessage) frame.Resolution { return frame.Resolution{} }
 }
-func (k conversingKind) NewSession(_ *Spec, _ *Plan, run Services) Session {
+func (k conversingKind) NewSession(_ *kind.Spec, _ *kind.Plan, run Services) Session {
 	return &conversation{t: k.t, run: run}
 }
 
@@ -85,7 +85,7 @@ func (c *conversation) Drive(ctx context.Context, p Pipes) *record.SessionEnded 
 // transcript, and the child's end is the session's.
 func TestRunCarriesAConversingChild(t *testing.T) {
 	retain := t.TempDir()
-	spec := &Spec{Kind: "echo", Prompt: "p", Decisions: frame.ModeFrame, Credentials: CredentialsNone, Hermetic: HermeticOff, RetainDir: retain}
+	spec := &kind.Spec{Kind: "echo", Prompt: "p", Decisions: frame.ModeFrame, Credentials: kind.CredentialsNone, Hermetic: kind.HermeticOff, RetainDir: retain}
 	var out strings.Builder
 	code, err := Run(context.Background(), spec, conversingKind{t}, IO{Stdout: &out, Stderr: io.Discard, Env: map[string]string{}})
 	if err != nil || code == exit.Refused {

@@ -9,6 +9,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -16,7 +17,7 @@ import (
 // services is the run's side of the seam (Services), for one session.
 type services struct {
 	r    *run
-	plan *Plan
+	plan *kind.Plan
 	eng  *frame.Engine
 	sess Session
 	wire *wireCheck

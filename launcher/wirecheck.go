@@ -9,6 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -32,7 +33,7 @@ const settleWithin = 2 * time.Second
 // call as the pinned vendor shows it at that seam (docs/wire-facts.md):
 // nil, or why not.
 type WireMatcher interface {
-	MatchRequest(call loopback.Call, req decide.Request, plan *Plan) error
+	MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error
 }
 
 // WireView is what a session reads of the wire: the proxy's view, read up
@@ -126,7 +127,7 @@ type wireCheck struct {
 	mismatch bool            // something was reported
 }
 
-func newWireCheck(p *loopback.Proxy, k Kind, plan *Plan) *wireCheck {
+func newWireCheck(p *loopback.Proxy, k Kind, plan *kind.Plan) *wireCheck {
 	c := &wireCheck{refused: map[string]bool{}}
 	if p != nil && p.Wire() != nil {
 		c.view = &WireView{p.Wire()}

@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -68,7 +69,7 @@ func wireCall(t *testing.T, p *loopback.Proxy) loopback.Call {
 func TestVerifyAnswersOnlyTheModelsCalls(t *testing.T) {
 	p := wired(t)
 	call := wireCall(t, p)
-	c := newWireCheck(p, nil, &Plan{})
+	c := newWireCheck(p, nil, &kind.Plan{})
 	if d, w := c.verify(decide.Request{Seam: record.SeamHook, CallID: call.ID, Tool: "Bash"}); d != nil || w != nil {
 		t.Fatalf("the model's own call was refused: %v %v", d, w)
 	}
@@ -84,7 +85,7 @@ func TestVerifyAnswersOnlyTheModelsCalls(t *testing.T) {
 	if got := c.undecided(); len(got) != 0 {
 		t.Errorf("the decided call was reported undecided: %v", got)
 	}
-	if got := newWireCheck(p, nil, &Plan{}).undecided(); len(got) != 1 || got[0].Code != attest.CallNotDecided {
+	if got := newWireCheck(p, nil, &kind.Plan{}).undecided(); len(got) != 1 || got[0].Code != attest.CallNotDecided {
 		t.Errorf("a call no seam decided: %v, want one %s", got, attest.CallNotDecided)
 	}
 }

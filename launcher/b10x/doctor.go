@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
@@ -55,18 +54,18 @@ func EmittedFlags() ([]string, error) {
 	flags := Flags{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
 		Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
 		ModelWire: Wires[0]}
-	base := launcher.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: launcher.CredentialsAPIKey,
+	base := kind.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: kind.CredentialsAPIKey,
 		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"}}
 	secret, subFile, subEnv := base, base, base
 	secretFlags, subFileFlags, subEnvFlags := flags, flags, flags
 	secretFlags.APIKeySecret, secretFlags.SubstrateEmbedded, secretFlags.Substrate, secretFlags.Toolchain = "doctor", false, "/s", ""
-	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = launcher.CredentialsNone, "/t", "/a"
-	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = launcher.CredentialsNone, "DOCTOR_TOKEN"
+	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = kind.CredentialsNone, "/t", "/a"
+	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = kind.CredentialsNone, "DOCTOR_TOKEN"
 	base.KindFlags, secret.KindFlags, subFile.KindFlags, subEnv.KindFlags = &flags, &secretFlags, &subFileFlags, &subEnvFlags
-	w := &launcher.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
+	w := &kind.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
 		ContextFiles: []contextfile.File{{Path: "a.md", Text: "doctor"}}}
 	var out []string
-	for _, s := range []launcher.Spec{base, secret, subFile, subEnv} {
+	for _, s := range []kind.Spec{base, secret, subFile, subEnv} {
 		p, err := Plan(&s, w)
 		if err != nil {
 			return nil, fmt.Errorf("planning the widest launch: %w", err)

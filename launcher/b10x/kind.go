@@ -114,24 +114,24 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		// Ctrl-C: the loop cancels between calls and writes finished
 		// {"kind":"cancelled"}, so a stopped run keeps its terminal record.
 		StopSignal: syscall.SIGINT,
-		Rules: launcher.Rules{
+		Rules: kind.Rules{
 			PromptOptional: true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
-			Credentials: map[launcher.Credentials]string{
-				launcher.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
-				launcher.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
+			Credentials: map[kind.Credentials]string{
+				kind.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
+				kind.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
 			},
 		},
 		Catalogue: mcpserve.Carriage{NotCarried: "the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex"},
 	}
 }
 
-func (Kind) CheckSpec(spec *launcher.Spec) error { return CheckSpec(spec) }
+func (Kind) CheckSpec(spec *kind.Spec) error { return CheckSpec(spec) }
 
 // NewFlags: the loop's flags, which the CLI fills.
-func (Kind) NewFlags() launcher.KindFlags { return &Flags{} }
+func (Kind) NewFlags() kind.KindFlags { return &Flags{} }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 

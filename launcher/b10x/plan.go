@@ -48,7 +48,7 @@ var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // CheckSpec is the b10x kind's own refusals, pure: what the loop needs that
 // the spec lacks, flags the loop's launch cannot carry, and combinations
 // that cannot mean what they say. The first problem found is reported.
-func CheckSpec(s *launcher.Spec) error {
+func CheckSpec(s *kind.Spec) error {
 	b := flagsOf(s)
 	switch {
 	case s.ModelEndpoint == "":
@@ -59,13 +59,13 @@ func CheckSpec(s *launcher.Spec) error {
 		return exit.Refuse(RefuseEffortUnsupported, "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
 	case s.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseMaxBudgetUnsupported, "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
-	case b.APIKeySecret != "" && s.Credentials != launcher.CredentialsAPIKey:
+	case b.APIKeySecret != "" && s.Credentials != kind.CredentialsAPIKey:
 		return exit.Refuse(RefuseAPIKeySecretNeedsAPIKey, "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
 	case b.SubscriptionTokenFile != "" && b.SubscriptionTokenEnv != "":
 		return exit.Refuse(RefuseSubscriptionTokenConflict, "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
 	case b.SubscriptionTokenPointer != "" && b.SubscriptionTokenFile == "" && b.SubscriptionTokenEnv == "":
 		return exit.Refuse(RefuseSubscriptionTokenPointerNeedsSource, "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
-	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == launcher.CredentialsAPIKey:
+	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == kind.CredentialsAPIKey:
 		return exit.Refuse(RefuseSubscriptionTokenWithAPIKey, "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
 	case b.SubscriptionTokenEnv != "" && (!envName().MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
 		return exit.Refuse(RefuseSubscriptionTokenEnvInvalid, "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
@@ -96,7 +96,7 @@ func CheckSpec(s *launcher.Spec) error {
 // declared credential or toolchain adds. The --context files are handed
 // over as copies of the bytes metaharness read and digested, in the
 // scratch tree. It reads nothing else.
-func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if err := CheckSpec(spec); err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		args = append(args, flag, v)
 	}
-	var files []launcher.File
+	var files []kind.File
 	var callerHooks []HookDecl
 	switch {
 	case decides(spec):
@@ -128,7 +128,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			return nil, err
 		}
 		callerHooks = caller
-		files = append(files, launcher.File{Path: hooksPath(w), Mode: 0o400, Content: merged})
+		files = append(files, kind.File{Path: hooksPath(w), Mode: 0o400, Content: merged})
 		opt("--hooks", hooksPath(w))
 	case b.Hooks != "":
 		opt("--hooks", b.Hooks)
@@ -164,7 +164,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	for i, f := range w.ContextFiles {
 		p := filepath.Join(w.Scratch, "context", strconv.Itoa(i), filepath.FromSlash(f.Path))
 		dirs = appendParents(dirs, w.Scratch, filepath.Dir(p))
-		files = append(files, launcher.File{Path: p, Mode: 0o400, Content: f.Text})
+		files = append(files, kind.File{Path: p, Mode: 0o400, Content: f.Text})
 		opt("--context", p)
 	}
 	if b.Prices != "" {
@@ -207,7 +207,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if conf != nil {
 		boundBack(claim, named, flagsOf(spec).APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
 	}
-	return &launcher.Plan{
+	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        args,
 		Env:         kind.SortedEnv(env),
@@ -233,7 +233,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 // the caller's, and the program of each of the caller's hooks, named by an
 // absolute path, is bound back so that the loop can start it (what that
 // program reads in turn is the caller's to name).
-func reads(spec *launcher.Spec, w *launcher.World, callerHooks []HookDecl) []string {
+func reads(spec *kind.Spec, w *kind.World, callerHooks []HookDecl) []string {
 	b := flagsOf(spec)
 	var out []string
 	add := func(p string) {
@@ -320,7 +320,7 @@ func BusSockets(env map[string]string) []string {
 
 // credential adds the declared credential to the argv and the environment
 // and says how in words, for H4.
-func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, opt func(flag, v string)) (string, error) {
+func credential(spec *kind.Spec, w *kind.World, env map[string]string, opt func(flag, v string)) (string, error) {
 	b := flagsOf(spec)
 	switch {
 	case b.APIKeySecret != "":
@@ -333,7 +333,7 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 			}
 		}
 		return fmt.Sprintf("--api-key-secret %s: the loop reads its key from the OS secret store itself; metaharness reads and forwards no key variable, and hands the loop only %s to reach the store", b.APIKeySecret, orNone(added)), nil
-	case spec.Credentials == launcher.CredentialsAPIKey:
+	case spec.Credentials == kind.CredentialsAPIKey:
 		key := w.Env[KeyEnv]
 		if key == "" {
 			return "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
@@ -359,10 +359,10 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 		}
 		return b.SubscriptionTokenEnv + " is in the child's environment because --subscription-token-env named it; the loop reads its subscription token from it (--oauth-token-env)", nil
 	}
-	return launcher.CredentialsNone.Held("") + ": the loop sends no auth header", nil
+	return kind.CredentialsNone.Held("") + ": the loop sends no auth header", nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {
+func attestation(spec *kind.Spec, w *kind.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	var names []string
 	for k := range env {

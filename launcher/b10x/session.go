@@ -21,14 +21,14 @@ import (
 // observations (tool.requested, no decision); under frame and ask each is
 // held until metaharness's before-call hook presents it, and decided then
 // (Answer). Its turns open the engine's turns.
-func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run launcher.Services) launcher.Session {
 	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}, hooked: decides(spec), book: newBook()}
 }
 
 type session struct {
 	run    launcher.Services
-	plan   *launcher.Plan
-	spec   *launcher.Spec
+	plan   *kind.Plan
+	spec   *kind.Spec
 	reader *Reader
 	// hooked: the plan put metaharness's hook first in the loop's hooks
 	// file, so every call the approver admits is decided at it.

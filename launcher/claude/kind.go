@@ -35,10 +35,10 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		RecordFormat: "claude-stream-json",
 		Confined:     true,
 		Memory:       memory,
-		Rules: launcher.Rules{
+		Rules: kind.Rules{
 			OwnedPrograms: true,
-			Credentials: map[launcher.Credentials]string{
-				launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
+			Credentials: map[kind.Credentials]string{
+				kind.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
 			},
 		},
 	}
@@ -55,7 +55,7 @@ var memory = attest.Memory{
 	AtRoot:  `not loaded under --setting-sources ""`,
 }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 

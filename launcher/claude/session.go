@@ -20,7 +20,7 @@ import (
 // and the owned surface's server it starts, which ask over the decision channel
 // (Answer), and shown to the engine as observations when the record names
 // them.
-func (Kind) NewSession(_ *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(_ *kind.Spec, plan *kind.Plan, run launcher.Services) launcher.Session {
 	return &session{run: run, owned: len(plan.MCPServers) > 0, cwd: plan.Dir, home: envOf(plan, "HOME")}
 }
 

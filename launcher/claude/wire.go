@@ -234,7 +234,7 @@ var _ launcher.WireMatcher = Kind{}
 // server to the model's call: the same tool and an input Claude Code would
 // have made of the wire's (the server's input has its null optional fields
 // taken out, as mcp-serve does).
-func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.Plan) error {
+func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
 	name, wire, shown := req.Tool, launcher.WireInput(call), req.Input
 	if req.Seam == record.SeamOwnedTool {
 		name = OwnedPrefix + req.Tool
@@ -255,7 +255,7 @@ func MatchLine(call loopback.Call, name string, input json.RawMessage) error {
 }
 
 // envOf is a variable of the plan's environment.
-func envOf(plan *launcher.Plan, key string) string {
+func envOf(plan *kind.Plan, key string) string {
 	for _, kv := range plan.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
 			return v

@@ -46,8 +46,8 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		RecordFormat: RecordFormat,
 		Memory:       memory,
 		Confined:     true,
-		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
-			launcher.CredentialsOperatorLogin: "is not built for codex: copying the operator's auth.json into the scratch CODEX_HOME waits for its custody rules (and a ChatGPT-plan login is never carried); use loopback with --token-env or --token-file, api-key or none",
+		Rules: kind.Rules{Credentials: map[kind.Credentials]string{
+			kind.CredentialsOperatorLogin: "is not built for codex: copying the operator's auth.json into the scratch CODEX_HOME waits for its custody rules (and a ChatGPT-plan login is never carried); use loopback with --token-env or --token-file, api-key or none",
 		}},
 		// Catalogue entries become app-server dynamic tools under their mcp
 		// rendering, and app-server refuses these names at thread/start.
@@ -58,13 +58,13 @@ func (Kind) Descriptor() *launcher.Descriptor {
 	}
 }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 
 // CheckSpec refuses, before anything starts, the flags app-server has no
 // knob for; the plan refuses them too, so a C1 vector shows it.
-func (Kind) CheckSpec(spec *launcher.Spec) error { return refuseFlags(spec) }
+func (Kind) CheckSpec(spec *kind.Spec) error { return refuseFlags(spec) }
 
 // VendorTimeout: app-server waits for an answer to an approval or a tool
 // call without bound; the run bounds it as it does Claude Code's hook, so

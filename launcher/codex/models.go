@@ -103,7 +103,7 @@ const maxModelsOutput = 16 << 20
 // bundled model catalog (`codex debug models --bundled`, no network, no
 // credential) for the slug the run will use. Both are facts about the
 // installed binary, taken before the plan so that the plan stays pure.
-func (Kind) Observe(ctx context.Context, spec *launcher.Spec, w *launcher.World) error {
+func (Kind) Observe(ctx context.Context, spec *kind.Spec, w *kind.World) error {
 	native, err := nativeBinary(w.Binary)
 	if err != nil {
 		return err

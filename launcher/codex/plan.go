@@ -113,7 +113,7 @@ type UserInput struct {
 // with no catalogue, codex's shell and patch tools behind approvals), the
 // model catalog override for a bundled slug, and the conversation's
 // opening.
-func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if err := refuseFlags(spec); err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if native {
 		approval = "untrusted"
 	}
-	files := []launcher.File{}
+	files := []kind.File{}
 	catalog := ""
 	if len(obs.Model) > 0 {
 		override, err := catalogOverride(model, obs.Model, native)
@@ -171,7 +171,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			return nil, err
 		}
 		catalog = catalogPath
-		files = append(files, launcher.File{Path: catalogPath, Mode: 0o600, Content: override})
+		files = append(files, kind.File{Path: catalogPath, Mode: 0o600, Content: override})
 	}
 	// The config file no longer takes "untrusted"; the thread does, and
 	// the thread's policy is the one in force.
@@ -180,7 +180,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		configApproval = "on-request"
 	}
 	config := configTOML(spec, model, provider, configApproval, sandbox, catalog, native)
-	files = append([]launcher.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
+	files = append([]kind.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
 
 	open := Opening{
 		Initialize: InitializeParams{
@@ -206,13 +206,13 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
+	files = append(files, kind.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
 	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
 	files = append(files, launcher.LoginShellSandbox(conf, w, env["HOME"])...)
 	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
 	launcher.AttestConfinement(claim, conf, spec, w)
-	return &launcher.Plan{
+	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
 		Env:         kind.SortedEnv(env),
@@ -238,17 +238,17 @@ func installDir(binary string) string {
 }
 
 // refuseFlags names the run flags app-server has no knob for.
-func refuseFlags(spec *launcher.Spec) error {
+func refuseFlags(spec *kind.Spec) error {
 	switch {
 	case spec.MaxTurns > 0:
 		return exit.Refuse(RefuseOptionUnsupported, "--max-turns %d on codex: app-server has no bound on the model requests of a turn, and stopping the child after N would be a different thing; drop --max-turns (interrupt or halt the run instead)", spec.MaxTurns)
 	case spec.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseOptionUnsupported, "--max-budget-usd %s on codex: app-server prices nothing, so no budget can be held; drop --max-budget-usd", spec.MaxBudgetUSD)
-	case spec.ToolSurface == launcher.SurfaceOwned && spec.Catalogue == "":
+	case spec.ToolSurface == kind.SurfaceOwned && spec.Catalogue == "":
 		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
 	case len(spec.AllowProgs) > 0 && spec.Catalogue == "":
 		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
-	case spec.ModelEndpoint != "" && spec.Credentials == launcher.CredentialsAPIKey:
+	case spec.ModelEndpoint != "" && spec.Credentials == kind.CredentialsAPIKey:
 		return exit.Refuse(launcher.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials api-key would send OPENAI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
 	}
@@ -265,13 +265,13 @@ type provider struct {
 
 // providerFor picks the provider entry for the run's credentials, puts what
 // it needs into the child's environment, and says how for H4.
-func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) (provider, string, error) {
+func providerFor(spec *kind.Spec, w *kind.World, env map[string]string) (provider, string, error) {
 	root := openaiRoot
 	if spec.ModelEndpoint != "" {
 		root = spec.ModelEndpoint
 	}
 	switch spec.Credentials {
-	case launcher.CredentialsLoopback:
+	case kind.CredentialsLoopback:
 		if w.LoopbackURL == "" || len(w.LoopbackEnv) == 0 {
 			return provider{}, "", fmt.Errorf("internal: --credentials loopback planned without a started proxy")
 		}
@@ -279,7 +279,7 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 			env[k] = v
 		}
 		return provider{ProviderID, w.LoopbackURL, KeyEnv, nil}, spec.Credentials.Held(KeyEnv), nil
-	case launcher.CredentialsAPIKey:
+	case kind.CredentialsAPIKey:
 		key, ok := w.Env["OPENAI_API_KEY"]
 		if !ok || key == "" {
 			return provider{}, "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
@@ -287,7 +287,7 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 		env["OPENAI_API_KEY"] = key
 		p, how := proxiedProvider(provider{apiKeyProviderID, root, "OPENAI_API_KEY", nil}, w, env)
 		return p, spec.Credentials.Held("OPENAI_API_KEY") + how, nil
-	case launcher.CredentialsNone:
+	case kind.CredentialsNone:
 		p, how := proxiedProvider(provider{endpointProviderID, root, "", nil}, w, env)
 		return p, spec.Credentials.Held("") + ": its provider entry names no env_key, so no authorization header is sent" + how, nil
 	}
@@ -297,7 +297,7 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 // proxiedProvider points p at the run's loopback proxy when it has one in
 // front of a child whose credential is its own: the proxy's base URL, the
 // run header, the egress gate's variables.
-func proxiedProvider(p provider, w *launcher.World, env map[string]string) (provider, string) {
+func proxiedProvider(p provider, w *kind.World, env map[string]string) (provider, string) {
 	if w.LoopbackURL == "" || w.RunHeader == "" {
 		return p, ""
 	}
@@ -329,7 +329,7 @@ func providerTable(t *toml, p provider) {
 // together they leave the model only the dynamic tools (or, natively, the
 // shell and apply_patch), send nothing but POST …/responses, and never
 // retry without bound.
-func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox, catalog string, native bool) string {
+func configTOML(spec *kind.Spec, model string, p provider, approval, sandbox, catalog string, native bool) string {
 	var t toml
 	t.comment("Written by metaharness for one governed run; removed with the scratch tree.\nTop-level keys come first: a key written after a [table] header belongs to that table.")
 	top := []kv{
@@ -367,7 +367,7 @@ func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox
 	return t.String()
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool, env map[string]string) *attest.Claim {
+func attestation(spec *kind.Spec, w *kind.World, cwd, codexHome, credHow string, native bool, env map[string]string) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	c.Impose(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
 	c.Impose(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
@@ -379,7 +379,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 	} else {
 		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
 	}
-	if spec.Credentials == launcher.CredentialsLoopback {
+	if spec.Credentials == kind.CredentialsLoopback {
 		c.Impose(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
 	} else {
 		c.Impose(attest.H6, "no credential file is copied into the scratch CODEX_HOME")
@@ -395,7 +395,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 	} else if spec.Cwd != "" {
 		c.Add(attest.H7, fmt.Sprintf("; codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
 	}
-	launcher.ClaimGate(c, spec, w)
+	kind.ClaimGate(c, spec, w)
 	launcher.ClaimWire(c, w, "codex")
 	if spec.Decisions == frame.ModeObserve {
 		c.Ambient("observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")

@@ -37,7 +37,7 @@ const stopGrace = 2 * time.Second
 // checked scratch copy), an approval of a native command or patch is
 // decided by the engine at the control_request seam; it turns interrupt,
 // halt, steer and message.inject into turn/interrupt and turn/steer.
-func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run launcher.Services) launcher.Session {
 	s := &session{run: run, reader: NewReader(), turnDone: make(chan struct{})}
 	s.check = launcher.NewRecordCheck("codex app-server", run, func(call loopback.Call, ev *record.ToolRequested) error {
 		return Kind{}.MatchRequest(call, decide.Request{Seam: ev.Seam, CallID: ev.CallID, Tool: ev.Name, Input: ev.Input}, plan)

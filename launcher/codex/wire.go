@@ -24,7 +24,7 @@ import (
 var _ launcher.WireMatcher = Kind{}
 
 // MatchRequest holds a request to the model's call.
-func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.Plan) error {
+func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
 	switch {
 	case req.Seam == record.SeamOwnedTool:
 		if call.Name != req.Tool {

@@ -1,8 +1,6 @@
 package kind
 
-import (
-	"context"
-)
+import "context"
 
 // FlagProber is a kind whose launch flags can be put to the vendor binary
 // without a model, a network or a credential, from the environment a launch

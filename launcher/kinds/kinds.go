@@ -20,6 +20,7 @@ import (
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // table lists every kind, one row each.
@@ -89,10 +90,10 @@ type Flags struct {
 
 // Given is what the spec carries of f (launcher.Spec.KindFlags): the only
 // kind with flags of its own is b10x.
-func (f *Flags) Given() launcher.KindFlags { return &f.B10x }
+func (f *Flags) Given() kind.KindFlags { return &f.B10x }
 
 // FlagsOf is what a spec carries of each kind's flags, as the CLI's Flags.
-func FlagsOf(s *launcher.Spec) Flags {
+func FlagsOf(s *kind.Spec) Flags {
 	var f Flags
 	if b, ok := s.KindFlags.(*b10x.Flags); ok && b != nil {
 		f.B10x = *b
@@ -103,7 +104,7 @@ func FlagsOf(s *launcher.Spec) Flags {
 // Spec is a launcher.Spec as a C1 vector spells it: each kind's own flags
 // under the kind's name beside the kind-neutral fields, an empty object
 // when none was given.
-type Spec struct{ launcher.Spec }
+type Spec struct{ kind.Spec }
 
 // MarshalJSON writes the kind-neutral fields, then each flags kind's own.
 func (s Spec) MarshalJSON() ([]byte, error) {
@@ -138,7 +139,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return err
 	}
-	var given launcher.KindFlags
+	var given kind.KindFlags
 	for _, k := range table {
 		fk, ok := k.(launcher.FlagsKind)
 		raw, present := fields[k.Descriptor().Name]

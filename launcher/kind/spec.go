@@ -1,4 +1,4 @@
-package launcher
+package kind
 
 import (
 	"time"
@@ -51,12 +51,12 @@ const (
 	OutputStatus Output = "status"
 )
 
-// defaultThrottleBudget is --throttle-budget when it is not given: how long
+// DefaultThrottleBudget is --throttle-budget when it is not given: how long
 // one model request may wait out the upstream's throttles before the run
 // stops on a 429 (exit 4). A minute covers the per-minute windows the
 // model APIs throttle in, and is a small part of a fleet session's time,
 // where a usage limit would cool the account down for hours.
-const defaultThrottleBudget = time.Minute
+const DefaultThrottleBudget = time.Minute
 
 // Spec is one run as the caller declared it: every `run` flag, kind-neutral.
 // The CLI fills it 1:1 from its flags; nothing here is read from the world.
@@ -157,7 +157,7 @@ type KindFlags interface {
 // Throttle is the throttle budget the run's proxy waits within.
 func (s *Spec) Throttle() time.Duration {
 	if s.ThrottleBudget == nil {
-		return defaultThrottleBudget
+		return DefaultThrottleBudget
 	}
 	return *s.ThrottleBudget
 }
