@@ -41,7 +41,7 @@ func checkSpec(s *kind.Spec, d *Descriptor) error {
 		return exit.Refuse(exit.RefuseNotBuilt, "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
 	}
 	if s.ToolSurface == kind.SurfaceOwned && rules.NoOwnedSurface != "" {
-		return exit.Refuse(RefuseToolSurfaceUnsupported, "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
 	}
 	if s.Catalogue != "" && s.ToolSurface == kind.SurfaceNative {
 		return exit.Refuse(mcpserve.RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)

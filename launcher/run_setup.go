@@ -178,7 +178,7 @@ func (r *run) write(ctx context.Context, w *kind.World) (*kind.Plan, error) {
 	}
 	for _, d := range plan.Dirs {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, exit.Wrap(RefuseScratchWrite, err, "creating %s", d)
+			return nil, exit.Wrap(kind.RefuseScratchWrite, err, "creating %s", d)
 		}
 	}
 	if err := writeFiles(plan.Files); err != nil {
@@ -327,7 +327,7 @@ func (r *run) startProxy(w *kind.World) error {
 func writeFiles(files []kind.File) error {
 	for _, f := range files {
 		if err := newfile.Write(f.Path, []byte(f.Content), os.FileMode(f.Mode)); err != nil {
-			return exit.Wrap(RefuseScratchWrite, err, "writing %s", f.Path)
+			return exit.Wrap(kind.RefuseScratchWrite, err, "writing %s", f.Path)
 		}
 	}
 	return nil

@@ -336,7 +336,7 @@ func credential(spec *kind.Spec, w *kind.World, env map[string]string, opt func(
 	case spec.Credentials == kind.CredentialsAPIKey:
 		key := w.Env[KeyEnv]
 		if key == "" {
-			return "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
+			return "", exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
 		}
 		env[KeyEnv] = key
 		opt("--api-key-env", KeyEnv)

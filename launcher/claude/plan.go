@@ -53,12 +53,12 @@ var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 // Plan builds the claude launch for spec in world. It reads nothing else.
 func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if spec.ModelEndpoint != "" && spec.Credentials != kind.CredentialsNone && spec.Credentials != kind.CredentialsLoopback {
-		return nil, exit.Refuse(launcher.RefuseEndpointWithCredential,
+		return nil, exit.Refuse(kind.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
 			spec.Credentials, spec.ModelEndpoint)
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
+		return nil, exit.Refuse(kind.RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -104,7 +104,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	case kind.CredentialsAPIKey:
 		key, ok := w.Env["ANTHROPIC_API_KEY"]
 		if !ok || key == "" {
-			return nil, exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return nil, exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["ANTHROPIC_API_KEY"] = key
 		maps.Copy(env, w.LoopbackEnv)

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
 
@@ -115,7 +114,7 @@ func (Kind) Observe(ctx context.Context, spec *kind.Spec, w *kind.World) error {
 	}
 	probe := filepath.Join(w.Scratch, "codex-probe")
 	if err := os.Mkdir(probe, 0o700); err != nil {
-		return exit.Wrap(launcher.RefuseScratchWrite, err, "creating %s", probe)
+		return exit.Wrap(kind.RefuseScratchWrite, err, "creating %s", probe)
 	}
 	defer os.RemoveAll(probe)
 	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + kind.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})

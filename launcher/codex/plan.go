@@ -118,7 +118,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		return nil, err
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
+		return nil, exit.Refuse(kind.RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, where codex's project-doc walk can reach them; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -245,11 +245,11 @@ func refuseFlags(spec *kind.Spec) error {
 	case spec.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseOptionUnsupported, "--max-budget-usd %s on codex: app-server prices nothing, so no budget can be held; drop --max-budget-usd", spec.MaxBudgetUSD)
 	case spec.ToolSurface == kind.SurfaceOwned && spec.Catalogue == "":
-		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
 	case len(spec.AllowProgs) > 0 && spec.Catalogue == "":
-		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
 	case spec.ModelEndpoint != "" && spec.Credentials == kind.CredentialsAPIKey:
-		return exit.Refuse(launcher.RefuseEndpointWithCredential,
+		return exit.Refuse(kind.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials api-key would send OPENAI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
 	}
 	return nil
@@ -282,7 +282,7 @@ func providerFor(spec *kind.Spec, w *kind.World, env map[string]string) (provide
 	case kind.CredentialsAPIKey:
 		key, ok := w.Env["OPENAI_API_KEY"]
 		if !ok || key == "" {
-			return provider{}, "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return provider{}, "", exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["OPENAI_API_KEY"] = key
 		p, how := proxiedProvider(provider{apiKeyProviderID, root, "OPENAI_API_KEY", nil}, w, env)
