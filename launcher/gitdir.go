@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/metaharness/metaharness/attest"
-	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
@@ -135,35 +133,4 @@ func looksLikeGitDir(dir string, names ...string) error {
 		}
 	}
 	return nil
-}
-
-// bindGit puts g into c: the worktree's git directory and what git writes
-// to commit writable, the rest of the common directory read-only.
-func bindGit(c *confine.Spec, g *kind.GitDirs) {
-	if g == nil {
-		return
-	}
-	c.ReadOnly = append(c.ReadOnly, g.Common)
-	c.Writable = append(c.Writable, g.Writable...)
-	c.Writable = append(c.Writable, g.GitDir)
-}
-
-// gitWords say, for H7, what of git's directories the child may write.
-func gitWords(g *kind.GitDirs) string {
-	return fmt.Sprintf("; git: the worktree's .git names %s, one of the worktrees of the repository %s, so the child's view binds it writable, and of the repository %s writable (git writes a commit's objects, refs and their logs there, so the child can move any branch of the repository) and the rest, its config and hooks among it, read-only",
-		g.GitDir, g.Common, orNone(g.Writable))
-}
-
-func orNone(l []string) string {
-	if len(l) == 0 {
-		return "nothing"
-	}
-	return strings.Join(l, ", ")
-}
-
-// claimGit adds g to the H7 row of claim; nothing when there is none.
-func claimGit(claim *attest.Claim, g *kind.GitDirs) {
-	if g != nil {
-		claim.Add(attest.H7, gitWords(g))
-	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
@@ -194,7 +193,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		writes = append(writes, b.CgroupRoot)
 	}
 	named := reads(spec, w, callerHooks)
-	conf := launcher.Confinement(spec, w, writes, named...)
+	conf := kind.Confinement(spec, w, writes, named...)
 	if conf != nil && b.Toolchain != "" && w.Env["CARGO_HOME"] != "" {
 		// The toolchain's roots are bound back whole; cargo keeps the
 		// caller's registry tokens in one of them.
@@ -203,7 +202,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		}
 	}
 	claim := attestation(spec, w, cwd, config, env, cred, callerHooks)
-	launcher.AttestConfinement(claim, conf, spec, w)
+	kind.AttestConfinement(claim, conf, spec, w)
 	if conf != nil {
 		boundBack(claim, named, flagsOf(spec).APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
@@ -195,18 +194,18 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	// never read as a flag.
 	args = append(args, "--", spec.Prompt)
 
-	conf := launcher.Confinement(spec, w, []string{configHome})
+	conf := kind.Confinement(spec, w, []string{configHome})
 	// Claude Code runs every Bash command, hook and MCP server as
 	// `PREFIX 'COMMAND LINE'` (through its shell for the first two), so the
 	// prefix is the sandbox script and names the shell Claude Code is told
 	// to write for.
-	if f := launcher.CommandSandbox(conf, w, "command-sandbox", launcher.SandboxShell, "-c"); f != nil {
+	if f := kind.CommandSandbox(conf, w, "command-sandbox", kind.SandboxShell, "-c"); f != nil {
 		files = append(files, *f)
 		env["CLAUDE_CODE_SHELL_PREFIX"] = f.Path
-		env["CLAUDE_CODE_SHELL"] = launcher.SandboxShell
+		env["CLAUDE_CODE_SHELL"] = kind.SandboxShell
 	}
 	claim := attestation(spec, w, cwd, configHome, credHow, servers, env)
-	launcher.AttestConfinement(claim, conf, spec, w)
+	kind.AttestConfinement(claim, conf, spec, w)
 	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        args,
@@ -228,7 +227,7 @@ func attestation(spec *kind.Spec, w *kind.World, cwd, configHome, credHow string
 	c.Impose(attest.H1a, "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
 	c.Impose(attest.H1b, "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
 	c.Impose(attest.H2, `--setting-sources "" loads no user, project or local settings`)
-	c.Impose(attest.H3, launcher.EnvRow(env, callerKeys))
+	c.Impose(attest.H3, kind.EnvRow(env, callerKeys))
 	c.Impose(attest.H4, credHow)
 	switch {
 	case len(servers) > 0 && w.CatalogueCopy == "":
@@ -254,7 +253,7 @@ func attestation(spec *kind.Spec, w *kind.World, cwd, configHome, credHow string
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, c)
 	kind.ClaimGate(c, spec, w)
-	launcher.ClaimWire(c, w, "Claude Code")
+	kind.ClaimWire(c, w, "Claude Code")
 	if m := Mentions(spec.Prompt); len(m) > 0 {
 		c.Ambient("the task mentions " + strings.Join(m, ", ") + ": CLAUDE_CODE_DISABLE_FILE_MENTIONS=1 keeps Claude Code from reading them into the task, so each reaches the model as text and any read of it is a tool call a seam decides")
 	}

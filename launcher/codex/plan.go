@@ -10,7 +10,6 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
@@ -208,10 +207,10 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	}
 	files = append(files, kind.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
-	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
-	files = append(files, launcher.LoginShellSandbox(conf, w, env["HOME"])...)
+	conf := kind.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
+	files = append(files, kind.LoginShellSandbox(conf, w, env["HOME"])...)
 	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
-	launcher.AttestConfinement(claim, conf, spec, w)
+	kind.AttestConfinement(claim, conf, spec, w)
 	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
@@ -372,7 +371,7 @@ func attestation(spec *kind.Spec, w *kind.World, cwd, codexHome, credHow string,
 	c.Impose(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
 	c.Impose(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
 	c.Unavailable(attest.H2, "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)")
-	c.Impose(attest.H3, launcher.EnvRow(env, nil))
+	c.Impose(attest.H3, kind.EnvRow(env, nil))
 	c.Impose(attest.H4, credHow)
 	if native {
 		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
@@ -396,7 +395,7 @@ func attestation(spec *kind.Spec, w *kind.World, cwd, codexHome, credHow string,
 		c.Add(attest.H7, fmt.Sprintf("; codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
 	}
 	kind.ClaimGate(c, spec, w)
-	launcher.ClaimWire(c, w, "codex")
+	kind.ClaimWire(c, w, "codex")
 	if spec.Decisions == frame.ModeObserve {
 		c.Ambient("observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
 	}
