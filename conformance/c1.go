@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
@@ -38,7 +37,7 @@ type C1Refusal struct {
 // PlanC1 computes what the vector's spec and world plan to today.
 func PlanC1(v *C1Vector) (*kind.Plan, *C1Refusal, error) {
 	k, _ := kinds.Lookup(v.Spec.Kind)
-	runner, ok := k.(launcher.Runner)
+	runner, ok := k.(kind.Runner)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: no C1 planner for kind %q", v.ID, v.Spec.Kind)
 	}

@@ -16,7 +16,7 @@ import (
 // honour and every combination that cannot mean what it says. The first
 // problem found is reported. It is pure: it reads only the spec and the
 // kind's descriptor.
-func checkSpec(s *kind.Spec, d *Descriptor) error {
+func checkSpec(s *kind.Spec, d *kind.Descriptor) error {
 	rules := d.Rules
 	if !rules.PromptOptional && strings.TrimSpace(s.Prompt) == "" {
 		return exit.Refuse(RefuseNoPrompt, "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)

@@ -25,7 +25,7 @@ import (
 // per line. Exit 0: no check
 // failed; 1: one did (a launch now would not be clean, or would be
 // refused); 2: doctor itself could not work (no scratch directory).
-func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string, out io.Writer) (exit.Code, error) {
+func Doctor(ctx context.Context, k kind.Kind, getenv func(string) string, self string, out io.Writer) (exit.Code, error) {
 	checks, err := doctorChecks(ctx, k, getenv, self)
 	if err != nil {
 		return exit.Refused, err
@@ -42,7 +42,7 @@ func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string
 	return code, err
 }
 
-func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self string) ([]kind.Check, error) {
+func doctorChecks(ctx context.Context, k kind.Kind, getenv func(string) string, self string) ([]kind.Check, error) {
 	callerHome := getenv("HOME")
 	d := k.Descriptor()
 	pins := strings.Join(d.Capabilities.VersionsPinned, ", ")
@@ -57,7 +57,7 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 	} else {
 		add(kind.OK, "binary", "%s, found on the child's PATH %s", binary, childPath)
 	}
-	_, runner := k.(Runner)
+	_, runner := k.(kind.Runner)
 	if !runner {
 		add(kind.Fail, "run", "run %s is not built yet, so a launch now is refused (not-built) and there is no launch whose flags to put to %s", d.Name, d.Binary)
 	}
@@ -96,7 +96,7 @@ func scratchCheck(getenv func(string) string) kind.Check {
 
 // confinementCheck tries the confinement a run of d would make, or says
 // that d's child is not confined by metaharness.
-func confinementCheck(d *Descriptor, self string) kind.Check {
+func confinementCheck(d *kind.Descriptor, self string) kind.Check {
 	if !d.Confined {
 		return kind.Check{Verdict: kind.Warn, Name: "confinement", Reason: fmt.Sprintf("not checked: metaharness does not confine the %s child (its own confinement is the kind's)", d.Name)}
 	}
@@ -122,7 +122,7 @@ func controlWords(c confine.Controls) string {
 
 // binaryChecks asks the binary found: its version against the pin, and, for
 // a built run whose kind can probe them, the launch's flags.
-func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pins string, runner bool) ([]kind.Check, error) {
+func binaryChecks(ctx context.Context, k kind.Kind, binary, childPath, callerHome, pins string, runner bool) ([]kind.Check, error) {
 	var checks []kind.Check
 	scratch, err := os.MkdirTemp("", "mh-doctor-")
 	if err != nil {
@@ -169,12 +169,12 @@ func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pi
 
 // vendorMissing says that the kind's binary is not on the child's PATH
 // and how to put it there.
-func vendorMissing(d *Descriptor, err error) string {
+func vendorMissing(d *kind.Descriptor, err error) string {
 	return fmt.Sprintf("%v; %s", err, d.Install)
 }
 
 // vendorNotFound is the run's refusal when the kind's binary is not on the
 // child's PATH, with the same fix doctor prints.
-func vendorNotFound(d *Descriptor, err error) error {
+func vendorNotFound(d *kind.Descriptor, err error) error {
 	return exit.Refuse(RefuseVendorNotFound, "%s", vendorMissing(d, err))
 }

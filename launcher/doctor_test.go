@@ -16,8 +16,8 @@ import (
 // unbuilt is a kind with a descriptor and nothing built.
 type unbuilt struct{}
 
-func (unbuilt) Descriptor() *Descriptor {
-	return &Descriptor{Name: "unbuilt", Binary: "unbuilt-cli", Install: "install it",
+func (unbuilt) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "unbuilt", Binary: "unbuilt-cli", Install: "install it",
 		Capabilities: &kind.Capabilities{VersionsPinned: []string{"1.2.3"}}}
 }
 

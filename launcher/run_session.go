@@ -41,7 +41,7 @@ func (r *run) session(ctx context.Context, plan *kind.Plan) (exit.Code, error) {
 	defer stopped()
 
 	go r.readCommands(svc.eng)
-	terminal := svc.sess.Drive(ctx, Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
+	terminal := svc.sess.Drive(ctx, kind.Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
 	if in := c.Stdin(); in != nil {
 		_ = in.Close()
 	}
@@ -77,7 +77,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 		return func() {}, nil
 	}
 	answer := svc.Decide
-	if a, ok := svc.sess.(Answerer); ok {
+	if a, ok := svc.sess.(kind.Answerer); ok {
 		answer = a.Answer
 	}
 	ln, err := decide.Listen(r.tree.socket)

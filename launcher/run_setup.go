@@ -119,7 +119,7 @@ func (r *run) observe(ctx context.Context, w *kind.World) error {
 			w.CatalogueDecls = append(w.CatalogueDecls, kind.ToolDecl{Name: e.Published(), Summary: e.Summary, Input: e.InputSchema()})
 		}
 	}
-	if o, ok := r.kind.(Observer); ok {
+	if o, ok := r.kind.(kind.Observer); ok {
 		if err := o.Observe(ctx, r.spec, w); err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func (r *run) write(ctx context.Context, w *kind.World) (*kind.Plan, error) {
 	if err := stopped(ctx, "while the launch was planned and written"); err != nil {
 		return nil, err
 	}
-	if p, ok := r.kind.(Preflighter); ok {
+	if p, ok := r.kind.(kind.Preflighter); ok {
 		if err := p.Preflight(ctx, plan); err != nil {
 			return nil, err
 		}
@@ -221,8 +221,8 @@ func stopped(ctx context.Context, during string) error {
 // loopback, where it holds the token; under api-key, where the child's own
 // key passes through it; and under none with --model-endpoint, where it
 // attaches nothing. Only a kind whose child can be pointed at it.
-func proxied(s *kind.Spec, k Kind) bool {
-	if _, ok := k.(LoopbackClient); !ok {
+func proxied(s *kind.Spec, k kind.Kind) bool {
+	if _, ok := k.(kind.LoopbackClient); !ok {
 		return false
 	}
 	return s.Credentials == kind.CredentialsLoopback || s.Credentials == kind.CredentialsAPIKey ||
@@ -230,8 +230,8 @@ func proxied(s *kind.Spec, k Kind) bool {
 }
 
 // noProxyWhy says why a run has no proxy (proxied is false).
-func noProxyWhy(s *kind.Spec, k Kind) string {
-	if _, ok := k.(LoopbackClient); !ok {
+func noProxyWhy(s *kind.Spec, k kind.Kind) string {
+	if _, ok := k.(kind.LoopbackClient); !ok {
 		return s.Kind + " dials its model API itself"
 	}
 	return "--credentials none without --model-endpoint"
@@ -305,7 +305,7 @@ func (r *run) startProxy(w *kind.World) error {
 		r.tel.run.Secrets(p.Placeholder()) // never in what the content opt-in exports
 	}
 	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
-	lc, ok := r.kind.(LoopbackClient)
+	lc, ok := r.kind.(kind.LoopbackClient)
 	if !ok {
 		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)
 	}

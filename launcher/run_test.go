@@ -19,8 +19,8 @@ import (
 // unprovenKind is a kind whose descriptor marks ask mode unverified.
 type unprovenKind struct{}
 
-func (unprovenKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "claude", Binary: "none", Capabilities: &kind.Capabilities{
+func (unprovenKind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "claude", Binary: "none", Capabilities: &kind.Capabilities{
 		Adapter:        kind.AdapterName{ID: "claude", Class: "harness"},
 		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
 		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered, "ask": kind.Unverified},
@@ -30,9 +30,9 @@ func (unprovenKind) Descriptor() *Descriptor {
 func (unprovenKind) Plan(*kind.Spec, *kind.World) (*kind.Plan, error) {
 	return nil, errors.New("never planned")
 }
-func (unprovenKind) VendorTimeout() time.Duration                        { return time.Minute }
-func (unprovenKind) CloseReason(*record.SessionEnded) string             { return record.ReasonError }
-func (unprovenKind) NewSession(*kind.Spec, *kind.Plan, Services) Session { return nil }
+func (unprovenKind) VendorTimeout() time.Duration                                  { return time.Minute }
+func (unprovenKind) CloseReason(*record.SessionEnded) string                       { return record.ReasonError }
+func (unprovenKind) NewSession(*kind.Spec, *kind.Plan, kind.Services) kind.Session { return nil }
 func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return nil
 }

@@ -41,7 +41,7 @@ func (r *run) windUp(ctx context.Context, plan *kind.Plan, svc *services, proces
 	if terminal != nil {
 		census := eng.Census()
 		census.NotOnWire = svc.wire.requestsDenied()
-		if rc, ok := svc.sess.(RecordChecker); ok {
+		if rc, ok := svc.sess.(kind.RecordChecker); ok {
 			census.NotOnRecord = rc.RequestsNotOnRecord()
 		}
 		terminal.Census = &census
@@ -65,7 +65,7 @@ func (r *run) windUp(ctx context.Context, plan *kind.Plan, svc *services, proces
 	if err := r.out.events.Close(reason, process); err != nil {
 		return exit.Refused, err
 	}
-	if rf, ok := svc.sess.(Refuser); ok {
+	if rf, ok := svc.sess.(kind.Refuser); ok {
 		if err := rf.Refusal(); err != nil {
 			return exit.Refused, err
 		}

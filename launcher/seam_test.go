@@ -23,8 +23,8 @@ import (
 // answer back from stdout, as a JSON-RPC kind does.
 type conversingKind struct{ t *testing.T }
 
-func (conversingKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "echo", Binary: "cat", Capabilities: &kind.Capabilities{
+func (conversingKind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "echo", Binary: "cat", Capabilities: &kind.Capabilities{
 		Adapter:        kind.AdapterName{ID: "echo", Class: "harness"},
 		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
 		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered},
@@ -41,18 +41,18 @@ func (conversingKind) CloseReason(*record.SessionEnded) string { return record.R
 func (conversingKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return func(string, json.RawMessage) frame.Resolution { return frame.Resolution{} }
 }
-func (k conversingKind) NewSession(_ *kind.Spec, _ *kind.Plan, run Services) Session {
+func (k conversingKind) NewSession(_ *kind.Spec, _ *kind.Plan, run kind.Services) kind.Session {
 	return &conversation{t: k.t, run: run}
 }
 
 type conversation struct {
 	t   *testing.T
-	run Services
+	run kind.Services
 }
 
 func (c *conversation) Control(record.Command) error { return nil }
 
-func (c *conversation) Drive(ctx context.Context, p Pipes) *record.SessionEnded {
+func (c *conversation) Drive(ctx context.Context, p kind.Pipes) *record.SessionEnded {
 	if p.Stdin == nil {
 		c.t.Error("a plan with StdinPipe gave the session no stdin")
 		return nil

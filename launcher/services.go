@@ -19,7 +19,7 @@ type services struct {
 	r    *run
 	plan *kind.Plan
 	eng  *frame.Engine
-	sess Session
+	sess kind.Session
 	wire *wireCheck
 
 	mu      sync.Mutex
@@ -31,7 +31,7 @@ type services struct {
 	srvErr error
 }
 
-var _ Services = (*services)(nil)
+var _ kind.Services = (*services)(nil)
 
 func (v *services) Engine() *frame.Engine { return v.eng }
 
@@ -61,7 +61,7 @@ func (v *services) Verify(req decide.Request) *record.Decision {
 	return d
 }
 
-func (v *services) Wire() *WireView { return v.wire.view }
+func (v *services) Wire() *kind.WireView { return v.wire.view }
 
 func (v *services) NotOnWire(what string) {
 	v.wire.noteMismatch()

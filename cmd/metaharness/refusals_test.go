@@ -68,7 +68,7 @@ var unreachable = map[exit.Name]func() (bool, string){
 	},
 	launcher.RefuseDecisionsUnsupported: func() (bool, string) {
 		for _, k := range kinds.All() {
-			if _, built := k.(launcher.Runner); !built {
+			if _, built := k.(kind.Runner); !built {
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
@@ -81,7 +81,7 @@ var unreachable = map[exit.Name]func() (bool, string){
 	},
 	launcher.RefuseDecisionsUnverified: func() (bool, string) {
 		for _, k := range kinds.All() {
-			if _, built := k.(launcher.Runner); !built {
+			if _, built := k.(kind.Runner); !built {
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -92,17 +91,17 @@ func Capabilities() *kind.Capabilities {
 type Kind struct{}
 
 var (
-	_ launcher.Runner      = Kind{}
-	_ launcher.Replayer    = Kind{}
-	_ kind.FlagProber      = Kind{}
-	_ launcher.SpecChecker = Kind{}
-	_ kind.EnvChecker      = Kind{}
-	_ launcher.FlagsKind   = Kind{}
-	_ launcher.Observer    = Kind{}
+	_ kind.Runner      = Kind{}
+	_ kind.Replayer    = Kind{}
+	_ kind.FlagProber  = Kind{}
+	_ kind.SpecChecker = Kind{}
+	_ kind.EnvChecker  = Kind{}
+	_ kind.FlagsKind   = Kind{}
+	_ kind.Observer    = Kind{}
 )
 
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
+func (Kind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{
 		Name: name, Binary: "b10x-harness", Capabilities: Capabilities(),
 		Install:        "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
@@ -141,7 +140,7 @@ func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 const HookTimeout = 60 * time.Second
 
 func (Kind) VendorTimeout() time.Duration              { return HookTimeout }
-func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
+func (Kind) NewTranscript() kind.Transcript            { return &Reader{} }
 func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 
 // entryOps is the rendering table read backwards: the operation each of the

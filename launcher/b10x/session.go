@@ -11,7 +11,6 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
@@ -21,12 +20,12 @@ import (
 // observations (tool.requested, no decision); under frame and ask each is
 // held until metaharness's before-call hook presents it, and decided then
 // (Answer). Its turns open the engine's turns.
-func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run kind.Services) kind.Session {
 	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}, hooked: decides(spec), book: newBook()}
 }
 
 type session struct {
-	run    launcher.Services
+	run    kind.Services
 	plan   *kind.Plan
 	spec   *kind.Spec
 	reader *Reader
@@ -39,16 +38,16 @@ type session struct {
 }
 
 var (
-	_ launcher.Refuser       = (*session)(nil)
-	_ launcher.Answerer      = (*session)(nil)
-	_ launcher.RecordChecker = (*session)(nil)
+	_ kind.Refuser       = (*session)(nil)
+	_ kind.Answerer      = (*session)(nil)
+	_ kind.RecordChecker = (*session)(nil)
 )
 
 // Drive reads stdout to its end, each line kept in the transcript before it
 // is mapped; the terminal record is held back for the run to set the
 // census into. Under frame and ask each line that says something of a call
 // is held to metaharness's answers first (book.hold).
-func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
+func (s *session) Drive(_ context.Context, p kind.Pipes) *record.SessionEnded {
 	eng := s.run.Engine()
 	kind.EachLine(p.Stdout, kind.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
@@ -228,14 +227,14 @@ func orNull(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-var _ launcher.WireMatcher = Kind{}
+var _ kind.WireMatcher = Kind{}
 
 // MatchRequest holds a request of the hook or of the owned surface's
 // server to the model's call: the same tool and an input Claude Code would
 // have made of the wire's (the server's input has its null optional fields
 // taken out, as mcp-serve does).
 func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
-	name, wire, shown := req.Tool, launcher.WireInput(call), req.Input
+	name, wire, shown := req.Tool, kind.WireInput(call), req.Input
 	if req.Seam == record.SeamOwnedTool {
 		name = OwnedPrefix + req.Tool
 		wire, shown = kind.DropNulls(wire), kind.DropNulls(shown)
@@ -251,7 +250,7 @@ func MatchLine(call loopback.Call, name string, input json.RawMessage) error {
 	if name != call.Name {
 		return fmt.Errorf("the wire's call is %s, not %s", call.Name, name)
 	}
-	return matchInput(name, launcher.WireInput(call), input, atLine, "", "")
+	return matchInput(name, kind.WireInput(call), input, atLine, "", "")
 }
 
 // envOf is a variable of the plan's environment.

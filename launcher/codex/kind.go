@@ -7,7 +7,6 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
@@ -21,12 +20,12 @@ import (
 type Kind struct{}
 
 var (
-	_ launcher.Runner      = Kind{}
-	_ launcher.Replayer    = Kind{}
-	_ launcher.Observer    = Kind{}
-	_ launcher.Preflighter = Kind{}
-	_ kind.FlagProber      = Kind{}
-	_ launcher.SpecChecker = Kind{}
+	_ kind.Runner      = Kind{}
+	_ kind.Replayer    = Kind{}
+	_ kind.Observer    = Kind{}
+	_ kind.Preflighter = Kind{}
+	_ kind.FlagProber  = Kind{}
+	_ kind.SpecChecker = Kind{}
 )
 
 // memory: codex reads AGENTS.md (AGENTS.override.md in its place) in the
@@ -35,8 +34,8 @@ var (
 // out of its loader, so one found there is a gap (SPEC §5.2).
 var memory = attest.Memory{Shapes: []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}}
 
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
+func (Kind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{
 		Name: "codex", Binary: "codex", Capabilities: Capabilities(),
 		Install:        "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Codex's native binary (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel,
@@ -71,7 +70,7 @@ func (Kind) CheckSpec(spec *kind.Spec) error { return refuseFlags(spec) }
 // that an unanswered call is denied by metaharness's own deadline (55 s).
 func (Kind) VendorTimeout() time.Duration { return 60 * time.Second }
 
-func (Kind) NewTranscript() launcher.Transcript { return NewReader() }
+func (Kind) NewTranscript() kind.Transcript { return NewReader() }
 
 // CloseReason: completed when the task's turn completed, error for a turn
 // that failed or was interrupted, and when no turn ended.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
@@ -21,7 +20,7 @@ import (
 // CMD` (-c with login false) quoted the shlex way; a patch's approval the
 // apply_patch custom call's id, its paths in the item before it.
 
-var _ launcher.WireMatcher = Kind{}
+var _ kind.WireMatcher = Kind{}
 
 // MatchRequest holds a request to the model's call.
 func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
@@ -30,7 +29,7 @@ func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan
 		if call.Name != req.Tool {
 			return fmt.Errorf("the wire's call is %s, not %s", call.Name, req.Tool)
 		}
-		return sameJSON(kind.DropNulls(launcher.WireInput(call)), kind.DropNulls(req.Input))
+		return sameJSON(kind.DropNulls(kind.WireInput(call)), kind.DropNulls(req.Input))
 	case req.Tool == ShellTool:
 		return matchCommand(call, req.Input, plan.Dir)
 	case req.Tool == PatchTool:
@@ -66,7 +65,7 @@ func matchCommand(call loopback.Call, input json.RawMessage, threadCwd string) e
 		Command string `json:"command"`
 		Cwd     string `json:"cwd"`
 	}
-	if json.Unmarshal(launcher.WireInput(call), &args) != nil || args.Cmd == nil {
+	if json.Unmarshal(kind.WireInput(call), &args) != nil || args.Cmd == nil {
 		return fmt.Errorf("the wire's arguments name no cmd")
 	}
 	if json.Unmarshal(input, &asked) != nil {

@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/launcher/codex"
@@ -24,14 +23,14 @@ import (
 )
 
 // table lists every kind, one row each.
-var table = []launcher.Kind{
+var table = []kind.Kind{
 	claude.Kind{},
 	codex.Kind{},
 	b10x.Kind{},
 }
 
 // Lookup returns the kind named name.
-func Lookup(name string) (launcher.Kind, bool) {
+func Lookup(name string) (kind.Kind, bool) {
 	for _, k := range table {
 		if k.Descriptor().Name == name {
 			return k, true
@@ -41,7 +40,7 @@ func Lookup(name string) (launcher.Kind, bool) {
 }
 
 // All lists the kinds in table order.
-func All() []launcher.Kind { return slices.Clone(table) }
+func All() []kind.Kind { return slices.Clone(table) }
 
 // Names lists the kinds' names in table order.
 func Names() []string {
@@ -54,9 +53,9 @@ func Names() []string {
 
 // ByRecordFormat returns the kind whose raw record is format (project
 // --from), and whether one is.
-func ByRecordFormat(format string) (launcher.Replayer, bool) {
+func ByRecordFormat(format string) (kind.Replayer, bool) {
 	for _, k := range table {
-		if r, ok := k.(launcher.Replayer); ok && format != "" && k.Descriptor().RecordFormat == format {
+		if r, ok := k.(kind.Replayer); ok && format != "" && k.Descriptor().RecordFormat == format {
 			return r, true
 		}
 	}
@@ -67,7 +66,7 @@ func ByRecordFormat(format string) (launcher.Replayer, bool) {
 func RecordFormats() []string {
 	var out []string
 	for _, k := range table {
-		if _, ok := k.(launcher.Replayer); ok && k.Descriptor().RecordFormat != "" {
+		if _, ok := k.(kind.Replayer); ok && k.Descriptor().RecordFormat != "" {
 			out = append(out, k.Descriptor().RecordFormat)
 		}
 	}
@@ -113,7 +112,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	for _, k := range table {
-		fk, ok := k.(launcher.FlagsKind)
+		fk, ok := k.(kind.FlagsKind)
 		if !ok {
 			continue
 		}
@@ -141,7 +140,7 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	}
 	var given kind.KindFlags
 	for _, k := range table {
-		fk, ok := k.(launcher.FlagsKind)
+		fk, ok := k.(kind.FlagsKind)
 		raw, present := fields[k.Descriptor().Name]
 		if !ok || !present {
 			continue

@@ -10,7 +10,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/metaharness/metaharness/attest"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
 
@@ -55,7 +54,7 @@ func TestDescriptorsAgree(t *testing.T) {
 		if (d.Capabilities.CatalogueRendering == nil) != (d.Catalogue.NotCarried != "") {
 			t.Errorf("%s: the catalogue rendering and the carriage disagree", d.Name)
 		}
-		if _, ok := k.(launcher.LoopbackClient); !ok && d.Rules.Credentials["loopback"] == "" {
+		if _, ok := k.(kind.LoopbackClient); !ok && d.Rules.Credentials["loopback"] == "" {
 			t.Errorf("%s has no loopback environment and does not refuse --credentials loopback", d.Name)
 		}
 		for mode, st := range d.Capabilities.DecisionModes {

@@ -1,4 +1,4 @@
-package launcher
+package kind
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -42,7 +41,7 @@ type Descriptor struct {
 	Install string
 	// Capabilities is what `capabilities NAME` prints; the run refuses what
 	// it does not honour.
-	Capabilities *kind.Capabilities
+	Capabilities *Capabilities
 	// ContextChannel names how --context files reach the model
 	// (session.started.context_files[].channel).
 	ContextChannel string
@@ -65,7 +64,7 @@ type Descriptor struct {
 	// before the spawn).
 	Memory attest.Memory
 	// Rules are what the kind accepts of a spec (checkSpec).
-	Rules kind.Rules
+	Rules Rules
 	// Catalogue is how the kind carries --catalogue (the contract's
 	// run-time checks).
 	Catalogue mcpserve.Carriage
@@ -86,7 +85,7 @@ type Descriptor struct {
 type Runner interface {
 	Kind
 	// Plan is the pure launch plan (what C1 vectors pin).
-	Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error)
+	Plan(spec *Spec, w *World) (*Plan, error)
 	// Resolve maps a vendor tool call to neutral operations and subjects;
 	// cat is the run's tool contract, or nil.
 	Resolve(cat *mcpserve.Contract) func(tool string, input json.RawMessage) frame.Resolution
@@ -96,7 +95,7 @@ type Runner interface {
 	// NewSession makes the driver of one session's child from the spec and
 	// the plan it was launched with. It is called before the spawn, once the
 	// run's services exist.
-	NewSession(spec *kind.Spec, plan *kind.Plan, run Services) Session
+	NewSession(spec *Spec, plan *Plan, run Services) Session
 	// CloseReason is the stream.closed reason the terminal record supports
 	// (nil: there was none).
 	CloseReason(terminal *record.SessionEnded) string
@@ -128,12 +127,12 @@ type Session interface {
 // SpecChecker is a kind with refusals of its own that read only the spec.
 // Run calls CheckSpec after the kind-neutral checks, before anything starts.
 type SpecChecker interface {
-	CheckSpec(spec *kind.Spec) error
+	CheckSpec(spec *Spec) error
 }
 
 // FlagsKind is a kind with run flags of its own (KindFlags).
 type FlagsKind interface {
-	NewFlags() kind.KindFlags
+	NewFlags() KindFlags
 }
 
 // Refuser is a session whose child can refuse its launch after the spawn,
@@ -148,14 +147,14 @@ type Refuser interface {
 // say to a native binary behind a wrapper), so that the plan stays a pure
 // function of the spec and the world. A refusal here starts nothing more.
 type Observer interface {
-	Observe(ctx context.Context, spec *kind.Spec, w *kind.World) error
+	Observe(ctx context.Context, spec *Spec, w *World) error
 }
 
 // Preflighter is a kind that puts the written scratch files to its binary
 // before the spawn (codex's --strict-config): a configuration the binary
 // rejects is a refusal, never a half-started session.
 type Preflighter interface {
-	Preflight(ctx context.Context, plan *kind.Plan) error
+	Preflight(ctx context.Context, plan *Plan) error
 }
 
 // Answerer is a session whose child's programs ask over the decision channel
