@@ -150,7 +150,7 @@ func runFlags(t *testing.T) (map[string]runFlag, *kind.Spec) {
 		}
 		rf := runFlag{flag: f, fields: changedFields(reflect.ValueOf(viewOf(*base)), reflect.ValueOf(viewOf(*s)), nil)}
 		if len(rf.fields) == 0 {
-			t.Errorf("%s sets no field of launcher.Spec: a flag the run never sees", rf.name())
+			t.Errorf("%s sets no field of kind.Spec: a flag the run never sees", rf.name())
 		}
 		flags[rf.name()] = rf
 	}

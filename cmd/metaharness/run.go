@@ -23,7 +23,7 @@ import (
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
-// runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
+// runCmd is `run <KIND>`: every flag maps 1:1 onto kind.Spec.
 type runCmd struct {
 	Kind     string       `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Hermetic hermeticFlag `default:"off" help:"The recorded mode: off (the default), on (a bare --hermetic) or strict; the controls are imposed whichever it is. strict owes an audit (as --audit) that fails the run, exit 1, on any gating row that is not ok."`
@@ -102,7 +102,7 @@ func (h *hermeticFlag) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
-// spec maps the flags onto the launcher's Spec.
+// spec maps the flags onto a kind.Spec.
 func (c *runCmd) spec() (*kind.Spec, error) {
 	prompt, auditorArgs, err := c.trailing()
 	if err != nil {

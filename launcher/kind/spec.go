@@ -192,7 +192,7 @@ type Plan struct {
 	// is no credential (a vendor that sends nothing without one); "" when
 	// there is none. H4 reads that source as no credential.
 	StandInCredential string `json:"stand_in_credential,omitempty"`
-	// Confinement is how the child is confined (launcher.Confinement), nil
+	// Confinement is how the child is confined (Confinement), nil
 	// when it is not.
 	Confinement *confine.Spec `json:"confinement"`
 	// DecisionChannel: the launch hands the child a program that asks the

@@ -1,8 +1,8 @@
 // Package kinds is the table of kinds: the one place that names every
 // launcher/<kind> package. The verbs (run, capabilities, doctor,
 // conformance, project) look a kind up here and go through its descriptor
-// and the launcher interfaces it implements, so adding a kind is one folder
-// and one row below.
+// and the launcher/kind interfaces it implements, so adding a kind is one
+// folder and one row below.
 //
 // The table is a slice rather than a map so that it has an order: help,
 // enums and messages list the kinds as the table does (claude, codex,
@@ -87,7 +87,7 @@ type Flags struct {
 	B10x b10x.Flags `embed:"" group:"b10x only (refused on claude and codex)"`
 }
 
-// Given is what the spec carries of f (launcher.Spec.KindFlags): the only
+// Given is what the spec carries of f (kind.Spec.KindFlags): the only
 // kind with flags of its own is b10x.
 func (f *Flags) Given() kind.KindFlags { return &f.B10x }
 
@@ -100,7 +100,7 @@ func FlagsOf(s *kind.Spec) Flags {
 	return f
 }
 
-// Spec is a launcher.Spec as a C1 vector spells it: each kind's own flags
+// Spec is a kind.Spec as a C1 vector spells it: each kind's own flags
 // under the kind's name beside the kind-neutral fields, an empty object
 // when none was given.
 type Spec struct{ kind.Spec }
