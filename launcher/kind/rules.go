@@ -3,7 +3,7 @@ package kind
 import "github.com/metaharness/metaharness/mcpserve"
 
 // Rules are what a kind accepts of a spec, as data its descriptor
-// declares: checkSpec reads them and never a kind's name.
+// declares: the run's checkSpec reads them and never a kind's name.
 type Rules struct {
 	// PromptOptional: the kind runs without a task (a loop that reads its
 	// own).

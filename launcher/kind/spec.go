@@ -126,11 +126,12 @@ type Spec struct {
 	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
 	// RecordsDir is --records-dir: an existing directory in which each run
 	// makes one new directory of its own, named by its run id, for the
-	// records no fleet variable names a place for (RunRecords).
+	// records no fleet variable names a place for (the run's runRecords).
 	RecordsDir string `json:"records_dir,omitempty"`
 	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
-	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
-	// the event stream and attestation. Empty when the fleet names none.
+	// run's results (launcher.EnvSummaryFile, EnvArtifactsDir): the run
+	// summary, and the event stream and attestation. Empty when the fleet
+	// names none.
 	SummaryFile  string `json:"summary_file,omitempty"`
 	ArtifactsDir string `json:"artifacts_dir,omitempty"`
 
