@@ -210,10 +210,11 @@ type Services interface {
 	Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (text string, isError bool, err error)
 	// Stop ends the child's whole process group; it returns at once.
 	Stop()
-	// Verify holds a call the vendor asks about to the wire (launcher/wirecheck.go):
-	// nil for the model's call, else the deny to answer with (recorded,
-	// and counted apart from decisions). Decide and Perform verify
-	// already; a session that asks the engine itself calls it first.
+	// Verify holds a call the vendor asks about to the wire
+	// (launcher/wirecheck.go): nil for the model's call, else the deny to
+	// answer with (recorded, and counted apart from decisions). Decide and
+	// Perform verify already; a session that asks the engine itself calls
+	// it first.
 	Verify(req decide.Request) *record.Decision
 	// Wire is the proxy's view of what the model emitted, nil when the
 	// run's model traffic does not pass the proxy.
