@@ -1,14 +1,17 @@
 # The two commands of the README, `make demo` and `make test`, and the
-# release binary.
+# release binaries.
 .PHONY: build demo test fuzz schemas
 
-# The release binary: static (no cgo, so no dynamic loader and no libc to
-# match on the host it is copied to), stamped with the version.
+# The release binaries, metaharness and the Auto Harness operator's tool
+# auto-harness: static (no cgo, so no dynamic loader and no libc to match on
+# the host they are copied to), stamped with the version.
 BIN ?= metaharness
+AH_BIN ?= auto-harness
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
 build:
 	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/metaharness
+	CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(AH_BIN) ./cmd/auto-harness
 
 demo:
 	scripts/demo

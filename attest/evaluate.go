@@ -101,16 +101,19 @@ type Evaluation struct {
 // request for a call the model never made on the wire (or made once and
 // asked about twice, or with another name or input), a vendor line
 // claiming model output the wire does not hold, a call the model made that
-// no seam decided, and a wire view too full to check against.
+// no seam decided, a wire view too full to check against, and a model
+// request through the proxy that was not the vendor's (refused, never
+// answered: one of its commands making calls of its own).
 const (
-	DecisionNotOnWire = "DECISION_NOT_ON_WIRE"
-	RecordNotOnWire   = "RECORD_NOT_ON_WIRE"
-	CallNotDecided    = "CALL_NOT_DECIDED"
-	WireUnchecked     = "WIRE_UNCHECKED"
+	DecisionNotOnWire     = "DECISION_NOT_ON_WIRE"
+	RecordNotOnWire       = "RECORD_NOT_ON_WIRE"
+	CallNotDecided        = "CALL_NOT_DECIDED"
+	WireUnchecked         = "WIRE_UNCHECKED"
+	ModelRequestNotVendor = "MODEL_REQUEST_NOT_VENDOR"
 )
 
 // wireCodes are the codes H13 fails on.
-var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked}
+var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked, ModelRequestNotVendor}
 
 // The warning codes of the hook check (H8), on a kind whose calls
 // metaharness decides at the vendor's own hook and whose record it holds

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,8 +38,8 @@ func TestMain(m *testing.M) {
 		case "helper":
 			os.Exit(helper(os.Args[2:]))
 		case "internal-sandbox": // as internal/earlyentry takes it
-			if len(os.Args) > 5 && slices.Equal(os.Args[1:5], SandboxArgs(os.Args[3])) {
-				err := Sandbox(os.Args[3], os.Args[5:])
+			if shell, rules, rest, ok := ParseSandboxArgs(os.Args[1:]); ok {
+				err := Sandbox(shell, rules, rest)
 				fmt.Fprintln(os.Stderr, "sandbox:", err)
 				os.Exit(126)
 			}
@@ -358,9 +357,10 @@ func TestMountView(t *testing.T) {
 	}
 }
 
-// TestNetwork: inside, lo is up and the listener the init opened is how
-// the child reaches metaharness; a server in metaharness's namespace on
-// any other loopback address is out of reach.
+// TestNetwork: inside, lo is up and the listeners the init opened (the
+// model route's and the gate's) are how the child reaches metaharness; a
+// server in metaharness's namespace on any other loopback address is out
+// of reach.
 func TestNetwork(t *testing.T) {
 	self := available(t)
 	outside, err := net.Listen("tcp", "127.0.0.1:0")
@@ -376,7 +376,8 @@ func TestNetwork(t *testing.T) {
 	s := testSpec(self)
 	s.Namespaces = append(s.Namespaces, Net)
 	s.Listen = fmt.Sprintf("127.0.0.1:%d", port)
-	i, err := New(s, helperCmd(self, "check", "dial:"+s.Listen, "dial:"+s.Listen, "dial:127.9.9.9:80"))
+	s.GateListen = fmt.Sprintf("127.0.0.1:%d", port+1)
+	i, err := New(s, helperCmd(self, "check", "dial:"+s.Listen, "dial:"+s.GateListen, "dial:127.9.9.9:80"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,20 +386,23 @@ func TestNetwork(t *testing.T) {
 	if err := i.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ln := i.Listener()
-	if ln == nil {
-		t.Fatal("no listener from inside")
+	ln, gate := i.Listeners()
+	if ln == nil || gate == nil {
+		t.Fatalf("listeners from inside: %v, %v", ln, gate)
 	}
-	go func() {
-		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "PROXY") }))
-	}()
+	for l, says := range map[net.Listener]string{ln: "PROXY", gate: "GATE"} {
+		go func() {
+			_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, says) }))
+		}()
+	}
 	if _, err := i.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	_ = ln.Close()
+	_ = gate.Close()
 	got := lines(out.String())
-	if got["ok dial "+s.Listen] != `"PROXY"` {
-		t.Errorf("inside, %s did not reach the listener served outside:\n%s", s.Listen, out.String())
+	if got["ok dial "+s.Listen] != `"PROXY"` || got["ok dial "+s.GateListen] != `"GATE"` {
+		t.Errorf("inside, %s and %s did not reach the listeners served outside:\n%s", s.Listen, s.GateListen, out.String())
 	}
 	if _, ok := got["no dial 127.9.9.9:80"]; !ok {
 		t.Errorf("inside, another loopback address was reachable:\n%s", out.String())

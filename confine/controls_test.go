@@ -4,8 +4,10 @@ package confine
 
 import (
 	"encoding/binary"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +38,7 @@ func attack(t *testing.T, s *Spec, sandboxed bool, checks ...string) map[string]
 	self := s.Init
 	tool := []string{self, "helper"}
 	if sandboxed {
-		tool = append(append([]string{self}, SandboxArgs(self)...), "helper")
+		tool = append(append([]string{self}, SandboxArgs(self, SandboxRules{})...), "helper")
 	}
 	args := append(append([]string{"spawn"}, tool...), append([]string{"check"}, checks...)...)
 	out, ex := run(t, s, helperCmd(self, args...))
@@ -211,11 +213,66 @@ ls / | grep -q proc && echo piped | cat > out
 sleep 5 & kill $!; wait $!; echo "own child: $?" >> out
 git --version >/dev/null && echo git >> out
 cat out`
-	sh := append(append([]string{"spawn", self}, SandboxArgs("/bin/sh")...), "-c", script, "sh", work)
+	sh := append(append([]string{"spawn", self}, SandboxArgs("/bin/sh", SandboxRules{})...), "-c", script, "sh", work)
 	out, ex := run(t, s, helperCmd(self, sh...))
 	if ex.Code == nil || *ex.Code != 0 || out != "piped\nbackground\nown child: 143\ngit\n" {
 		t.Errorf("ordinary work in the sandbox ended %+v with:\n%s", ex, out)
 	}
+}
+
+// TestCommandSandboxRules: a command in the sandbox gets the vendor's
+// environment less the variables meant for the vendor alone, and may open
+// TCP connections to the listed ports only: the egress gate's port answers,
+// the model route's beside it is refused by the kernel (EACCES), the same
+// as any other port. Without Connect, TCP is left alone.
+func TestCommandSandboxRules(t *testing.T) {
+	self := available(t)
+	if c, _ := Probe(self); !c.Scoped() {
+		t.Skipf("no scoped Landlock here: %s", c.LandlockWhy)
+	}
+	gate, model := listen(t), listen(t)
+	script := `echo "key=${PLACEHOLDER:-unset} base=${BASE:-unset} path=$PATH"
+for p in "$@"; do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && echo "$p open" || echo "$p refused"; done`
+	sandboxed := func(r SandboxRules) string {
+		sh := append(append([]string{"spawn", self}, SandboxArgs("/bin/bash", r)...), "-c", script, "bash", gate, model)
+		c := helperCmd(self, sh...)
+		c.Env = []string{"PATH=/usr/bin:/bin", "PLACEHOLDER=mh-run-x", "BASE=http://127.0.0.1:" + model}
+		out, ex := run(t, testSpec(self), c)
+		if ex.Code == nil || *ex.Code != 0 {
+			t.Fatalf("the sandboxed shell ended %+v:\n%s", ex, out)
+		}
+		return out
+	}
+	g, _ := strconv.ParseUint(gate, 10, 16)
+	if got, want := sandboxed(SandboxRules{Unset: []string{"PLACEHOLDER", "BASE"}, Connect: []uint16{uint16(g)}}),
+		"key=unset base=unset path=/usr/bin:/bin\n"+gate+" open\n"+model+" refused\n"; got != want {
+		t.Errorf("with rules:\n%s\nwant:\n%s", got, want)
+	}
+	if got, want := sandboxed(SandboxRules{}), "key=mh-run-x base=http://127.0.0.1:"+model+" path=/usr/bin:/bin\n"+gate+" open\n"+model+" open\n"; got != want {
+		t.Errorf("without rules:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// listen is a TCP listener on loopback that accepts and closes, for the
+// test's life; it returns its port.
+func listen(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }
 
 // TestTmpfsBounds: a fresh directory and /dev/shm hold no more than their

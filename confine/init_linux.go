@@ -16,7 +16,7 @@ import (
 // Main is the init: PID 1 of the child's namespaces, started by Start as
 // `metaharness internal-init` with ConfigFD and ControlFD. It reads the
 // launch, sets the mount view and the network up, hands metaharness the
-// listener, starts the vendor in a nested user namespace, passes SIGTERM,
+// listeners, starts the vendor in a nested user namespace, passes SIGTERM,
 // SIGINT and SIGHUP on to the vendor's process group, reaps every orphan,
 // and when the vendor ends reports how and returns, which ends every other
 // process in the namespace. It returns the init's exit code.
@@ -33,7 +33,15 @@ func Main() int {
 		return failed(ctl, err)
 	}
 	if l.Spec.Listen != "" {
-		if err := handOverListener(ctl, l.Spec.Listen); err != nil {
+		if err := loopbackUp(); err != nil {
+			return failed(ctl, err)
+		}
+	}
+	for _, ln := range []report{{Listening: l.Spec.Listen}, {Listening: l.Spec.GateListen, Gate: true}} {
+		if ln.Listening == "" {
+			continue
+		}
+		if err := handOverListener(ctl, ln); err != nil {
 			return failed(ctl, err)
 		}
 	}
@@ -185,15 +193,12 @@ func send(ctl *os.File, r report, fd int) error {
 	return unix.Sendmsg(int(ctl.Fd()), b, oob, nil, 0)
 }
 
-// handOverListener brings lo up, listens on addr inside the network
-// namespace and sends the listener to metaharness.
-func handOverListener(ctl *os.File, addr string) error {
-	if err := loopbackUp(); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
+// handOverListener listens on r.Listening inside the network namespace
+// and sends the listener to metaharness with r.
+func handOverListener(ctl *os.File, r report) error {
+	ln, err := net.Listen("tcp", r.Listening)
 	if err != nil {
-		return fmt.Errorf("listening on %s inside the child's network namespace: %w", addr, err)
+		return fmt.Errorf("listening on %s inside the child's network namespace: %w", r.Listening, err)
 	}
 	defer ln.Close()
 	f, err := ln.(*net.TCPListener).File()
@@ -201,7 +206,8 @@ func handOverListener(ctl *os.File, addr string) error {
 		return err
 	}
 	defer f.Close()
-	return send(ctl, report{Listening: ln.Addr().String()}, int(f.Fd()))
+	r.Listening = ln.Addr().String()
+	return send(ctl, r, int(f.Fd()))
 }
 
 func loopbackUp() error {

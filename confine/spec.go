@@ -3,6 +3,8 @@ package confine
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // Namespace names, as a Spec lists them.
@@ -19,8 +21,77 @@ const (
 // internal/earlyentry takes before the binary's heavier initialisers.
 func InitArgs() []string        { return []string{"internal-init"} }
 func NestedProbeArgs() []string { return []string{"internal-init", "--nested-probe"} }
-func SandboxArgs(shell string) []string {
-	return []string{"internal-sandbox", "--shell", shell, "--"}
+func SandboxArgs(shell string, r SandboxRules) []string {
+	args := []string{"internal-sandbox", "--shell", shell}
+	for _, n := range r.Unset {
+		args = append(args, "--unset", n)
+	}
+	if r.Connect != nil {
+		ports := make([]string, len(r.Connect))
+		for i, p := range r.Connect {
+			ports[i] = strconv.Itoa(int(p))
+		}
+		args = append(args, "--connect", strings.Join(ports, ","))
+	}
+	return append(args, "--")
+}
+
+// SandboxRules are what the command sandbox takes from each command beyond
+// its scopes: what the vendor holds and its commands must not.
+type SandboxRules struct {
+	// Unset are environment variables meant for the vendor alone (the
+	// proxy's placeholder and address, a messaging socket of its own),
+	// taken out of what the command inherits.
+	Unset []string `json:"unset,omitempty"`
+	// Connect, when not nil, are the only TCP ports the command may
+	// connect to (Landlock's network rules): the egress gate's, so that
+	// the model route beside it is out of reach. Nil leaves TCP alone, as
+	// for a child that uses the host's network.
+	Connect []uint16 `json:"connect,omitempty"`
+}
+
+// ParseSandboxArgs reads args as SandboxArgs writes them, followed by at
+// least one argument for the shell: the shell, the rules and the shell's
+// arguments. Not ok: anything else, which the command sandbox never runs.
+func ParseSandboxArgs(args []string) (shell string, r SandboxRules, rest []string, ok bool) {
+	if len(args) < 5 || args[0] != "internal-sandbox" || args[1] != "--shell" || !filepath.IsAbs(args[2]) {
+		return "", r, nil, false
+	}
+	shell, args = args[2], args[3:]
+	for len(args) > 1 && args[0] == "--unset" {
+		if !envName(args[1]) {
+			return "", r, nil, false
+		}
+		r.Unset, args = append(r.Unset, args[1]), args[2:]
+	}
+	if len(args) > 1 && args[0] == "--connect" {
+		r.Connect = []uint16{}
+		for _, f := range strings.Split(args[1], ",") {
+			if f == "" && args[1] == "" {
+				break
+			}
+			p, err := strconv.ParseUint(f, 10, 16)
+			if err != nil || p == 0 || strconv.FormatUint(p, 10) != f {
+				return "", r, nil, false
+			}
+			r.Connect = append(r.Connect, uint16(p))
+		}
+		args = args[2:]
+	}
+	if len(args) < 2 || args[0] != "--" {
+		return "", r, nil, false
+	}
+	return shell, r, args[1:], true
+}
+
+// envName reports whether n is a variable name a shell takes.
+func envName(n string) bool {
+	for i, c := range n {
+		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
+			return false
+		}
+	}
+	return n != ""
 }
 
 // DeniedSyscalls are the system calls a confinement denies the vendor's
@@ -70,10 +141,13 @@ type Spec struct {
 	// file of the launch's own (the scratch tree's): the view's /etc/passwd,
 	// say. A target that does not exist is left alone.
 	Replaced []Replacement `json:"replaced,omitempty"`
-	// Listen is the loopback address the init opens inside the child's
-	// network namespace and hands to metaharness, which serves the loopback
-	// proxy on it ("" without a network namespace).
-	Listen string `json:"listen,omitempty"`
+	// Listen and GateListen are the loopback addresses the init opens
+	// inside the child's network namespace and hands to metaharness, which
+	// serves the loopback proxy's model route on the one and its egress
+	// gate on the other ("" without a network namespace; GateListen "" for
+	// a proxy without a gate).
+	Listen     string `json:"listen,omitempty"`
+	GateListen string `json:"gate_listen,omitempty"`
 	// FreshBytes bounds each Fresh tmpfs and ShmBytes the child's /dev/shm
 	// (tmpfs size=, and one inode per 4 KiB of it); 0 leaves the kernel's
 	// default, half the host's memory each.
@@ -89,6 +163,10 @@ type Spec struct {
 	// refuses to start the vendor where that domain cannot be made. ""
 	// none.
 	CommandSandbox string `json:"command_sandbox,omitempty"`
+	// CommandRules are what that script's sandbox takes from each command
+	// (SandboxRules): the vendor's own variables, and every TCP port but
+	// the egress gate's.
+	CommandRules *SandboxRules `json:"command_rules,omitempty"`
 	// Cgroup, when set, puts the child's whole tree in a cgroup v2 of its
 	// own below a delegated one, with memory and task bounds; the run
 	// refuses to start when it cannot.
@@ -150,8 +228,11 @@ func (s *Spec) Check() error {
 			}
 		}
 	}
-	if s.Listen != "" && !s.Has(Net) {
-		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", s.Listen)
+	if (s.Listen != "" || s.GateListen != "") && !s.Has(Net) {
+		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", s.Listen+s.GateListen)
+	}
+	if s.GateListen != "" && s.Listen == "" {
+		return fmt.Errorf("confinement: an egress gate (%s) without the model route it stands beside", s.GateListen)
 	}
 	if s.FreshBytes < 0 || s.ShmBytes < 0 {
 		return fmt.Errorf("confinement: a tmpfs size is negative (%d, %d)", s.FreshBytes, s.ShmBytes)

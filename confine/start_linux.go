@@ -30,7 +30,8 @@ type Init struct {
 	ctl    *os.File // our end of the control socket
 	child  []*os.File
 
-	ln      net.Listener
+	ln      net.Listener // the model route's, then the gate's
+	gateLn  net.Listener
 	vendor  int         // the vendor's pid (its process group) here, 0 unknown
 	reports chan report // after Started: the exit report, then closed
 	cgroup  string      // the child's own cgroup (Spec.Cgroup), "" none
@@ -127,10 +128,15 @@ func (i *Init) Start() error {
 				return i.abort(errors.New("the init reported a listener without passing it"))
 			}
 			f := os.NewFile(uintptr(fd), "listener")
-			i.ln, err = net.FileListener(f)
+			ln, err := net.FileListener(f)
 			_ = f.Close()
 			if err != nil {
 				return i.abort(fmt.Errorf("the listener inside the child's network namespace: %w", err))
+			}
+			if r.Gate {
+				i.gateLn = ln
+			} else {
+				i.ln = ln
 			}
 		case r.Started:
 			if fd >= 0 {
@@ -160,8 +166,10 @@ func (i *Init) abort(err error) error {
 	_ = i.Cmd.Process.Kill()
 	_ = i.Cmd.Wait()
 	_ = i.ctl.Close()
-	if i.ln != nil {
-		_ = i.ln.Close()
+	for _, ln := range []net.Listener{i.ln, i.gateLn} {
+		if ln != nil {
+			_ = ln.Close()
+		}
 	}
 	if i.cgroup != "" {
 		removeCgroup(i.cgroup)
@@ -184,13 +192,18 @@ func (i *Init) readReports() {
 	}
 }
 
-// Listener is the listener the init opened inside the child's network
-// namespace (Spec.Listen), nil without one. Its connections come from the
-// child; what serves it dials from metaharness's own namespace.
-func (i *Init) Listener() net.Listener { return i.ln }
+// Listeners are the listeners the init opened inside the child's network
+// namespace (Spec.Listen and Spec.GateListen), each nil without one. Their
+// connections come from the child; what serves them dials from
+// metaharness's own namespace.
+func (i *Init) Listeners() (model, gate net.Listener) { return i.ln, i.gateLn }
 
 // Pid is the init's process id in metaharness's namespace.
 func (i *Init) Pid() int { return i.Cmd.Process.Pid }
+
+// VendorPid is the vendor's process id in metaharness's namespace, 0 when
+// the init could not say (no pidfd).
+func (i *Init) VendorPid() int { return i.vendor }
 
 // Signal sends sig to the init, which passes SIGTERM, SIGINT and SIGHUP on
 // to the vendor's process group. SIGKILL ends the init and with it every

@@ -24,9 +24,10 @@ type launch struct {
 }
 
 // report is one packet from the init. A Listening report carries the
-// listener's descriptor (SCM_RIGHTS).
+// listener's descriptor (SCM_RIGHTS), the model route's unless Gate.
 type report struct {
 	Listening string `json:"listening,omitempty"`
+	Gate      bool   `json:"gate,omitempty"`
 	Started   bool   `json:"started,omitempty"`
 	Failed    string `json:"failed,omitempty"`
 	// Syscall and Errno are the failed system call under Failed, when

@@ -127,17 +127,27 @@ func closeFiles(fs []*os.File) {
 	}
 }
 
+// VendorPid is the vendor's process id in metaharness's namespace: under
+// a confinement the init's child, as the init reports it (0 when it could
+// not), else the child itself.
+func (c *child) VendorPid() int {
+	if c.init != nil {
+		return c.init.VendorPid()
+	}
+	return c.cmd.Process.Pid
+}
+
 // Stdin is the child's stdin under Plan.StdinPipe, else nil.
 func (c *child) Stdin() io.WriteCloser { return c.stdin }
 
-// Listener is the listener opened inside a confined child's network
-// namespace (confine.Spec.Listen), nil without one: the loopback proxy
-// serves it (loopback.Proxy.Serve).
-func (c *child) Listener() net.Listener {
+// Listeners are the listeners opened inside a confined child's network
+// namespace (confine.Spec.Listen and GateListen), nil without them: the
+// loopback proxy serves them (loopback.Proxy.ServeModel, ServeGate).
+func (c *child) Listeners() (model, gate net.Listener) {
 	if c.init == nil {
-		return nil
+		return nil, nil
 	}
-	return c.init.Listener()
+	return c.init.Listeners()
 }
 
 // Wait waits for the child after its stdout has been read to the end, and

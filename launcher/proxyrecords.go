@@ -72,6 +72,10 @@ func proxyRecordEvent(rec loopback.Record) *record.Warning {
 	}
 	detail := strings.Join(facts, "; ")
 	switch {
+	case rec.Refused == loopback.RefusedNotVendor || rec.Refused == loopback.RefusedModelOnGate:
+		// A model request that was not the vendor's own: one of its
+		// commands asking the model for calls of its own (H13).
+		return &record.Warning{Code: attest.ModelRequestNotVendor, Message: fmt.Sprintf("%s: refused (%s): the request was not the vendor's own, so the model never saw it and nothing it could have answered is on the wire; %s", what, rec.Refused, detail)}
 	case rec.Route != loopback.RouteReverse && rec.Refused != "":
 		// H12 reads "METHOD TARGET: reason".
 		return &record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)}

@@ -102,8 +102,17 @@ func (r *run) spawn(ctx context.Context, plan *kind.Plan, svc *services) (*child
 	}
 	c.stopSignal = r.d.StopSignal
 	svc.setChild(c)
-	if ln := c.Listener(); ln != nil {
-		if err := r.proxy.Serve(ln); err != nil {
+	if r.vendor != nil {
+		r.vendor.spawned(c.VendorPid())
+	}
+	if model, gate := c.Listeners(); model != nil {
+		err := r.proxy.ServeModel(model)
+		if gate != nil && err != nil {
+			_ = gate.Close()
+		} else if gate != nil {
+			err = r.proxy.ServeGate(gate)
+		}
+		if err != nil {
 			c.Stop(ctx)
 			_ = c.Wait()
 			return nil, nil, exit.Wrap(RefuseSpawn, err, "the loopback proxy cannot serve the child's namespace")

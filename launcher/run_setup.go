@@ -277,6 +277,8 @@ func (r *run) startProxy(w *kind.World) error {
 				r.stop(&upstreamStop{UpstreamStop: *st, credentials: s.Credentials})
 			}
 		},
+		// Only the vendor's own connections reach the model (run_admit.go).
+		Admit:          r.admit(),
 		ThrottleBudget: s.Throttle(),
 		OnThrottle: func(method, path string, retry int, th loopback.Throttle) {
 			r.emit(nil, throttleEvent(method, path, retry, th, s.Throttle()))
@@ -305,6 +307,7 @@ func (r *run) startProxy(w *kind.World) error {
 		r.tel.run.Secrets(p.Placeholder()) // never in what the content opt-in exports
 	}
 	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
+	w.GateAddr = strings.TrimPrefix(p.GateURL(), "http://")
 	lc, ok := r.kind.(kind.LoopbackClient)
 	if !ok {
 		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)

@@ -14,12 +14,13 @@ import (
 
 func TestGateEnv(t *testing.T) {
 	p := start(t, "https://api.anthropic.com", nil)
-	base, ph := p.BaseURL(), p.Placeholder()
-	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasPrefix(ph, "mh-run-test-") || len(ph) != len("mh-run-test-")+24 {
-		t.Fatalf("base %q placeholder shape %d", base, len(ph))
+	base, gate, ph := p.BaseURL(), p.GateURL(), p.Placeholder()
+	if !strings.HasPrefix(base, "http://127.0.0.1:") || !strings.HasPrefix(gate, "http://127.0.0.1:") || gate == base ||
+		!strings.HasPrefix(ph, "mh-run-test-") || len(ph) != len("mh-run-test-")+24 {
+		t.Fatalf("base %q gate %q placeholder shape %d", base, gate, len(ph))
 	}
 	want := map[string]string{
-		"HTTPS_PROXY": base, "HTTP_PROXY": base, "ALL_PROXY": base, "https_proxy": base, "http_proxy": base, "all_proxy": base,
+		"HTTPS_PROXY": gate, "HTTP_PROXY": gate, "ALL_PROXY": gate, "https_proxy": gate, "http_proxy": gate, "all_proxy": gate,
 		"NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
 	}
 	got, err := p.GateEnv()

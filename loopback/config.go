@@ -139,6 +139,14 @@ type Config struct {
 	// ShutdownGrace bounds how long Close waits for requests in flight
 	// before cutting them (default 3s).
 	ShutdownGrace time.Duration
+	// Admit, when set, is asked once per connection to the model route, at
+	// its first request, whether the connection's peer is the run's vendor
+	// (local and remote as the proxy's end sees them): an error refuses
+	// every request on that connection, whatever credential it carries (403,
+	// RefusedNotVendor, the error's words in the record's Error). A run uses
+	// it to tell the vendor's requests from its commands' where the kernel
+	// does not keep the commands off the model route.
+	Admit func(local, remote net.Addr) error
 	// OnRecord, when set, is handed each request's Record (scrubbed, as
 	// Records keeps it) as the request ends, on the request's own goroutine,
 	// so it must not block: how a run puts the proxy's traffic into its

@@ -15,10 +15,11 @@ import (
 	"github.com/metaharness/metaharness/internal/loopbackhost"
 )
 
-// newGate builds the one goproxy server behind the listener: the reverse
-// endpoint as its non-proxy handler, the allowlist on CONNECT and on
-// absolute-URL requests, and our verifying transport in place of goproxy's
-// default (which skips TLS verification and follows the environment's proxy).
+// newGate builds the goproxy server behind the gate's listener: the
+// allowlist on CONNECT and on absolute-URL requests, a refusal for anything
+// meant for the model route (goproxy's non-proxy handler), and our
+// verifying transport in place of goproxy's default (which skips TLS
+// verification and follows the environment's proxy).
 func (p *Proxy) newGate() *goproxy.ProxyHttpServer {
 	g := goproxy.NewProxyHttpServer()
 	g.Logger = gateLogger{p}
@@ -26,19 +27,51 @@ func (p *Proxy) newGate() *goproxy.ProxyHttpServer {
 	g.ConnectDial = nil // goproxy's default follows HTTPS_PROXY from our environment
 	g.ConnectDialWithReq = p.dialTunnel
 	g.KeepAcceptEncoding = true
-	g.NonproxyHandler = http.HandlerFunc(p.serveReverse)
+	g.NonproxyHandler = http.HandlerFunc(p.refuseOffRoute)
 	g.OnRequest().HandleConnectFunc(p.gateConnect)
 	g.OnRequest().DoFunc(p.gateForward)
 	g.OnResponse().DoFunc(p.forwardDone)
 	return g
 }
 
-// serve counts the request in flight (Close waits for it) and hands it to
-// goproxy.
-func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+// serveGate counts the request in flight (Close waits for it) and hands it
+// to goproxy.
+func (p *Proxy) serveGate(w http.ResponseWriter, r *http.Request) {
 	p.active.Add(1)
 	defer p.active.Done()
 	p.gate.ServeHTTP(w, r)
+}
+
+// serveModel counts the request in flight and hands a relative-path one to
+// the reverse endpoint; a proxy request (CONNECT, an absolute URL) is for
+// the gate, on its own listener.
+func (p *Proxy) serveModel(w http.ResponseWriter, r *http.Request) {
+	p.active.Add(1)
+	defer p.active.Done()
+	if r.Method == http.MethodConnect || r.URL.IsAbs() {
+		p.refuseOffRoute(w, r)
+		return
+	}
+	p.serveReverse(w, r)
+}
+
+// refuseOffRoute answers a request that came to the other route's
+// listener: 421 (the request is for another server), recorded, never
+// forwarded. A model request on the gate's port is one the vendor never
+// makes (its base URL names the model route), and one its commands, which
+// may reach the gate, must not.
+func (p *Proxy) refuseOffRoute(w http.ResponseWriter, r *http.Request) {
+	route, why, msg := RouteReverse, RefusedModelOnGate, "the model route is not served on the egress gate's port"
+	if r.Method == http.MethodConnect || r.URL.IsAbs() {
+		route, why, msg = RouteForward, RefusedEgressOnModelRoute, "egress goes through the egress gate (HTTPS_PROXY), not the model route"
+		if r.Method == http.MethodConnect {
+			route = RouteConnect
+		}
+	}
+	rec := p.rec.begin(route, r.Method, r.URL.Host+r.URL.Path)
+	rec.Refused, rec.Status = why, http.StatusMisdirectedRequest
+	p.rec.finish(rec)
+	writeError(w, http.StatusMisdirectedRequest, "invalid_request_error", "metaharness_loopback_wrong_route", "metaharness loopback: "+msg+"; it was not forwarded")
 }
 
 func (p *Proxy) egressAllowed(host, port string) bool {

@@ -25,7 +25,7 @@ func curl(t *testing.T, p *Proxy, args ...string) (int, string, string) {
 		}
 		t.Skip("curl is not installed")
 	}
-	cmd := exec.Command(bin, append([]string{"-sS", "--max-time", "20", "-x", p.BaseURL()}, args...)...)
+	cmd := exec.Command(bin, append([]string{"-sS", "--max-time", "20", "-x", p.GateURL()}, args...)...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + t.TempDir()}
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -34,7 +34,7 @@ func TestOnRecordAsItHappens(t *testing.T) {
 		}
 	}
 
-	c, err := net.Dial("tcp", strings.TrimPrefix(p.BaseURL(), "http://"))
+	c, err := net.Dial("tcp", strings.TrimPrefix(p.GateURL(), "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

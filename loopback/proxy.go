@@ -1,5 +1,9 @@
 // Package loopback is the credential-attaching loopback proxy and the egress
-// gate (SPEC §6), on one goproxy listener bound to loopback.
+// gate (SPEC §6), each on a listener of its own bound to loopback: the model
+// route, which only the vendor needs, and the gate, which the vendor's
+// commands may use too. Apart, a port says which is which, and a child's
+// commands can be let reach the one and not the other (the command sandbox's
+// Landlock rules are by port).
 //
 // The child is given a per-run placeholder instead of the API key. Requests
 // with a relative path reach the reverse endpoint (goproxy's non-proxy
@@ -16,6 +20,11 @@
 // With Config.ModelAPI the proxy also reads the model's answers as they
 // stream through into its wire view (Wire): what the model said, for a run
 // to check its record against.
+//
+// Config.Admit, when set, is asked once per connection to the model route
+// whether its peer is the run's vendor: a request on a connection it does
+// not admit is answered 403 and recorded (RefusedNotVendor), never forwarded,
+// whatever credential it carries.
 //
 // Every request leaves one Record, handed to Config.OnRecord as it ends,
 // and adds to the Counters. Neither, nor any log line, ever holds a body,
@@ -61,9 +70,12 @@ type Proxy struct {
 	gate        *goproxy.ProxyHttpServer
 	rec         *recorder
 
-	srv     *http.Server
+	srv     *http.Server // the model route: the reverse endpoint
 	ln      net.Listener
 	baseURL string
+	gateSrv *http.Server // the egress gate: CONNECT and absolute URLs
+	gateLn  net.Listener
+	gateURL string
 	serving sync.WaitGroup // one per listener served
 	serveMu sync.Mutex     // Serve against Close
 	closed  bool
@@ -175,7 +187,8 @@ func newTransport(roots *x509.CertPool) *http.Transport {
 	}
 }
 
-// Start binds the listener and serves in the background.
+// Start binds the listeners (the model route's, and the egress gate's
+// beside it on TCP) and serves them in the background.
 func (p *Proxy) Start() error {
 	var err error
 	if p.cfg.Unix != "" {
@@ -191,46 +204,68 @@ func (p *Proxy) Start() error {
 		p.ln, err = net.Listen("tcp", p.listen)
 		if err == nil {
 			p.baseURL = "http://" + p.ln.Addr().String()
+			host, _, _ := net.SplitHostPort(p.ln.Addr().String())
+			if p.gateLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+				p.gateURL = "http://" + p.gateLn.Addr().String()
+			}
 		}
 	}
 	if err != nil {
-		if p.ln != nil {
-			_ = p.ln.Close()
+		for _, ln := range []net.Listener{p.ln, p.gateLn} {
+			if ln != nil {
+				_ = ln.Close()
+			}
 		}
 		return exit.Wrap(RefuseListenFailed, err, "the loopback proxy cannot listen on %s", p.where())
 	}
-	p.srv = &http.Server{
-		Handler:           http.HandlerFunc(p.serve),
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(p.log.Named("http")),
+	p.srv = p.newServer(p.serveModel, "http")
+	p.srv.ConnContext = p.admission
+	p.serveOn(p.srv, p.ln)
+	if p.gateLn != nil {
+		p.gateSrv = p.newServer(p.serveGate, "gate")
+		p.serveOn(p.gateSrv, p.gateLn)
 	}
-	p.serving.Add(1)
-	go func() {
-		defer p.serving.Done()
-		_ = p.srv.Serve(p.ln) // ends with ErrServerClosed at Close
-	}()
-	p.log.Info("loopback proxy listening", zap.String("base_url", p.baseURL), zap.String("upstream", scrub(p.upstream.Redacted(), p.secrets())))
+	p.log.Info("loopback proxy listening", zap.String("base_url", p.baseURL), zap.String("gate_url", p.gateURL), zap.String("upstream", scrub(p.upstream.Redacted(), p.secrets())))
 	return nil
 }
 
-// Serve serves ln too, until Close: a listener the proxy did not open, such
-// as the one a confined child's init opened inside the child's network
-// namespace (confine.Init.Listener). Connections on it are the child's; the
-// proxy still dials its upstream from its own namespace. ln is closed at
-// Close, or at once when the proxy is already closed.
-func (p *Proxy) Serve(ln net.Listener) error {
-	p.serveMu.Lock()
-	defer p.serveMu.Unlock()
-	if p.srv == nil || p.closed {
-		_ = ln.Close()
-		return errors.New("the loopback proxy is not serving: Serve comes after Start and before Close")
+func (p *Proxy) newServer(h http.HandlerFunc, name string) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(p.log.Named(name)),
 	}
+}
+
+// serveOn serves ln with srv until Close.
+func (p *Proxy) serveOn(srv *http.Server, ln net.Listener) {
 	p.serving.Add(1)
 	go func() {
 		defer p.serving.Done()
-		_ = p.srv.Serve(ln)
+		_ = srv.Serve(ln) // ends with ErrServerClosed at Close
 	}()
+}
+
+// ServeModel serves ln as the model route too, and ServeGate serves ln as
+// the egress gate, until Close: a listener the proxy did not open, such as
+// one a confined child's init opened inside the child's network namespace
+// (confine.Init.Listeners). Connections on it are the child's; the proxy
+// still dials its upstream from its own namespace. ln is closed at Close,
+// or at once when the proxy is already closed (or, for ServeGate, has no
+// gate: on a unix socket).
+func (p *Proxy) ServeModel(ln net.Listener) error { return p.serveMore(&p.srv, ln) }
+func (p *Proxy) ServeGate(ln net.Listener) error  { return p.serveMore(&p.gateSrv, ln) }
+
+func (p *Proxy) serveMore(srv **http.Server, ln net.Listener) error {
+	p.serveMu.Lock()
+	defer p.serveMu.Unlock()
+	s := *srv
+	if s == nil || p.closed {
+		_ = ln.Close()
+		return errors.New("the loopback proxy is not serving that route: serving comes after Start and before Close, and a proxy on a unix socket has no egress gate")
+	}
+	p.serveOn(s, ln)
 	return nil
 }
 
@@ -244,6 +279,10 @@ func (p *Proxy) where() string {
 // BaseURL is where a child reaches the reverse endpoint: http://127.0.0.1:PORT,
 // or http://localhost on a unix socket (with SocketPath). Empty before Start.
 func (p *Proxy) BaseURL() string { return p.baseURL }
+
+// GateURL is where a child reaches the egress gate (http://127.0.0.1:PORT,
+// another port than BaseURL's); empty before Start and on a unix socket.
+func (p *Proxy) GateURL() string { return p.gateURL }
 
 // SocketPath is the unix socket, or "" when listening on TCP.
 func (p *Proxy) SocketPath() string { return p.cfg.Unix }
@@ -327,9 +366,22 @@ func (p *Proxy) Close() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.ShutdownGrace)
 		defer cancel()
-		if err = p.srv.Shutdown(ctx); err != nil {
-			err = p.srv.Close()
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, srv := range []*http.Server{p.srv, p.gateSrv} {
+			if srv == nil {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if errs[i] = srv.Shutdown(ctx); errs[i] != nil {
+					errs[i] = srv.Close()
+				}
+			}()
 		}
+		wg.Wait()
+		err = errors.Join(errs...)
 		p.closeTunnels()
 		p.serving.Wait()
 		done := make(chan struct{})

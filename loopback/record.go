@@ -41,6 +41,13 @@ const (
 	// RefusedPathNotAllowed: a method and path not on the allowlist
 	// (Config.AllowPaths): the token goes only where the model API is.
 	RefusedPathNotAllowed = "path-not-allowed"
+	// RefusedNotVendor: a request on a model-route connection whose peer
+	// is not the run's vendor (Config.Admit): one of its commands, say.
+	RefusedNotVendor = "not-the-vendor"
+	// RefusedModelOnGate and RefusedEgressOnModelRoute: a request that came
+	// to the other route's listener.
+	RefusedModelOnGate        = "model-request-on-gate"
+	RefusedEgressOnModelRoute = "egress-on-model-route"
 )
 
 // Errors a Record carries (the code, then ": " and a scrubbed detail).
@@ -98,7 +105,8 @@ func (rc *recorder) finish(r *Record) {
 	switch {
 	case r.Refused == RefusedNoPlaceholder || r.Refused == RefusedWrongPlaceholder:
 		c.RefusedAuth++
-	case r.Refused == RefusedPathDotSegment || r.Refused == RefusedPlaceholderInURL || r.Refused == RefusedPathNotAllowed:
+	case r.Refused == RefusedPathDotSegment || r.Refused == RefusedPlaceholderInURL || r.Refused == RefusedPathNotAllowed,
+		r.Refused == RefusedNotVendor, r.Refused == RefusedModelOnGate, r.Refused == RefusedEgressOnModelRoute:
 		c.RefusedRequest++
 	case r.Refused != "":
 		c.RefusedEgress++

@@ -2,10 +2,12 @@ package loopback
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -50,6 +52,39 @@ func connectionNamed(h http.Header) map[string]bool {
 	return named
 }
 
+// admissionKey keys a model-route connection's admission in its context.
+type admissionKey struct{}
+
+// admission is one model-route connection's answer from Config.Admit,
+// asked at its first request.
+type admission struct {
+	local, remote net.Addr
+	once          sync.Once
+	err           error
+}
+
+// admission is the model route's ConnContext: it keeps the connection's
+// addresses for Config.Admit.
+func (p *Proxy) admission(ctx context.Context, c net.Conn) context.Context {
+	if p.cfg.Admit == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, admissionKey{}, &admission{local: c.LocalAddr(), remote: c.RemoteAddr()})
+}
+
+// admitted is Config.Admit's answer for r's connection, nil without Admit.
+func (p *Proxy) admitted(r *http.Request) error {
+	if p.cfg.Admit == nil {
+		return nil
+	}
+	a, ok := r.Context().Value(admissionKey{}).(*admission)
+	if !ok {
+		return errors.New("the connection's peer is unknown")
+	}
+	a.once.Do(func() { a.err = p.cfg.Admit(a.local, a.remote) })
+	return a.err
+}
+
 // serveReverse is the reverse endpoint: goproxy's handler for requests with
 // a relative path.
 func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +92,12 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	defer p.rec.finish(rec) // also when the stream is aborted below
 	order := p.begun.Add(1)
 
+	if err := p.admitted(r); err != nil {
+		rec.Refused, rec.Status, rec.Error = RefusedNotVendor, http.StatusForbidden, RefusedNotVendor+": "+err.Error()
+		writeError(w, http.StatusForbidden, "permission_error", "metaharness_loopback_not_the_vendor",
+			"metaharness loopback: this connection does not come from the run's vendor; it was not forwarded")
+		return
+	}
 	if ok, why := p.authorized(r.Header); !ok {
 		rec.Refused, rec.Status = why, http.StatusUnauthorized
 		where := "x-api-key or Authorization: Bearer"

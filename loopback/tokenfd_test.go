@@ -93,7 +93,7 @@ func TestTokenFDRefusals(t *testing.T) {
 }
 
 // TestServeAnotherListener: a listener opened elsewhere is served like the
-// proxy's own, and closed with it.
+// proxy's own model route, and closed with it.
 func TestServeAnotherListener(t *testing.T) {
 	up := scripted.NewAnthropicServer(scripted.Texts("hello"))
 	defer up.Close()
@@ -102,7 +102,7 @@ func TestServeAnotherListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Serve(ln); err != nil {
+	if err := p.ServeModel(ln); err != nil {
 		t.Fatal(err)
 	}
 	other := &Proxy{baseURL: "http://" + ln.Addr().String()}
@@ -118,7 +118,7 @@ func TestServeAnotherListener(t *testing.T) {
 		t.Error("the other listener still accepts after Close")
 	}
 	ln2, _ := net.Listen("tcp", "127.0.0.1:0")
-	if err := p.Serve(ln2); err == nil {
-		t.Error("Serve after Close was accepted")
+	if err := p.ServeModel(ln2); err == nil {
+		t.Error("ServeModel after Close was accepted")
 	}
 }

@@ -492,9 +492,20 @@ func (w *Wire) register(id string, s *wireStream, item int) {
 
 // wireDialect is what differs between the model APIs.
 type wireDialect interface {
-	// name is the event name the view knows, or "-" for one it does not
-	// read: its data is never gathered.
+	// name is what the vendor's client makes of an event's name: "-" for
+	// one it skips (its data is never gathered), else the name ("" for one
+	// the client takes without looking at it). What the event is then is
+	// typeOf's to say.
 	name(ev []byte) string
+	// typeOf is the type the client reads an event as, given what name made
+	// of its name and the type its data states: the data's, as both
+	// vendors' clients dispatch on it, save where the name alone decides
+	// (an Anthropic "error"). "-" or "" for one the view does not read.
+	typeOf(ev string, dataType []byte) string
+	// skip reports, from an event's first data line, that it is one the
+	// view does not read (its data states a type the view ignores), so
+	// that it is not gathered at all.
+	skip(data []byte) bool
 	// event reads one event of a stream.
 	event(s *wireStream, typ string, data []byte)
 	// body reads a whole JSON body into r's header fields and items.
@@ -549,6 +560,7 @@ type wireStream struct {
 	quick        quickDelta
 	quickContent []byte
 	drop         bool // the current event is too large to read
+	ignore       bool // the current event is one the view does not read (wireDialect.skip)
 
 	body []byte // a JSON body, held until it is whole
 	read bool   // the JSON body has been read
@@ -745,7 +757,7 @@ func (s *wireStream) keep(p []byte) bool {
 		if len(p) < len("data:") {
 			return strings.HasPrefix("data:", string(p))
 		}
-		if string(p[:5]) != "data:" || s.drop || s.event == "-" {
+		if string(p[:5]) != "data:" || s.drop || s.ignore || s.event == "-" {
 			return false
 		}
 		if len(p)+len(s.data) > maxEvent {
@@ -790,6 +802,10 @@ func (s *wireStream) line(l []byte) {
 				s.quick = q
 				return
 			}
+			if s.w.dialect.skip(val) {
+				s.ignore = true
+				return
+			}
 		}
 		if len(s.data) > 0 {
 			s.data = append(s.data, '\n')
@@ -806,12 +822,11 @@ func (s *wireStream) line(l []byte) {
 	}
 }
 
-// dispatch ends one event: its type is its name, or its data's type when
-// the stream names none (both vendors' clients dispatch on the latter,
-// and the APIs send both alike).
+// dispatch ends one event, read as the vendor's client reads it: by the
+// type its data states (wireDialect.typeOf), whatever its name says.
 func (s *wireStream) dispatch() {
 	ev, data, drop, q := s.event, s.data, s.drop, s.quick
-	s.event, s.data, s.drop, s.quick = "", s.data[:0], false, quickDelta{}
+	s.event, s.data, s.drop, s.ignore, s.quick = "", s.data[:0], false, false, quickDelta{}
 	switch {
 	case drop:
 		s.head.Unreadable++
@@ -826,18 +841,15 @@ func (s *wireStream) dispatch() {
 	case len(data) == 0 || ev == "-":
 		return
 	}
-	typ := ev
-	if typ == "" {
-		members(data, func(k, v []byte) bool {
-			if keyIs(k, "type") {
-				raw, _ := content(v)
-				typ = s.w.dialect.name(raw)
-				return false
-			}
-			return true
-		})
-	}
-	if typ != "" && typ != "-" {
+	var dataType []byte
+	members(data, func(k, v []byte) bool {
+		if keyIs(k, "type") {
+			dataType, _ = content(v)
+			return false
+		}
+		return true
+	})
+	if typ := s.w.dialect.typeOf(ev, dataType); typ != "" && typ != "-" {
 		s.w.dialect.event(s, typ, data)
 	}
 }

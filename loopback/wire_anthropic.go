@@ -3,6 +3,8 @@ package loopback
 import (
 	"encoding/json"
 	"errors"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // anthropicDialect reads the Messages API: an event stream of
@@ -15,7 +17,21 @@ type anthropicDialect struct{}
 var anthropicEvents = []string{"message_start", "content_block_start", "content_block_delta",
 	"content_block_stop", "message_delta", "message_stop", "error"}
 
+// name: the SDK Claude Code reads the stream with takes the events named
+// for a message (and error); it skips every other (ping, an unknown one).
 func (anthropicDialect) name(ev []byte) string { return knownName(anthropicEvents, ev) }
+
+// typeOf: an event the SDK takes is what its data's type says, but an
+// "error" event, which it throws on whatever its data holds.
+func (anthropicDialect) typeOf(ev string, dataType []byte) string {
+	if ev == "error" {
+		return ev
+	}
+	return knownName(anthropicEvents, dataType)
+}
+
+// skip: every event of a Messages stream the SDK takes is read.
+func (anthropicDialect) skip([]byte) bool { return false }
 
 // knownName is the one of names that ev spells, or "-".
 func knownName(names []string, ev []byte) string {
@@ -142,7 +158,7 @@ const (
 // quick reads a text_delta or input_json_delta in the API's own shape:
 // most events of a stream are these.
 func (anthropicDialect) quick(ev string, d []byte) (quickDelta, bool) {
-	if ev != "content_block_delta" && ev != "" {
+	if ev == "error" {
 		return quickDelta{}, false
 	}
 	index, kind, content, ok := fastDelta(d)
@@ -255,7 +271,7 @@ func anthropicErrorType(doc []byte) string {
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(doc, &e)
+	_ = jsonscan.Unmarshal(doc, &e)
 	return e.Error.Type
 }
 
@@ -280,7 +296,7 @@ func (anthropicDialect) body(r *Response, status int, doc []byte) error {
 			Type string `json:"type"`
 		} `json:"error"`
 	}
-	if err := json.Unmarshal(doc, &m); err != nil {
+	if err := jsonscan.Unmarshal(doc, &m); err != nil {
 		return err
 	}
 	switch {

@@ -1,10 +1,13 @@
 package loopback
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // responsesDialect reads the OpenAI Responses API: an event stream whose
@@ -19,7 +22,30 @@ type responsesDialect struct{}
 var responsesEvents = []string{"response.created", "response.in_progress", "response.output_item.done",
 	"response.completed", "response.incomplete", "response.failed", "error"}
 
-func (responsesDialect) name(ev []byte) string { return knownName(responsesEvents, ev) }
+// name: codex reads every event of the stream, whatever its name, by the
+// type its data states.
+func (responsesDialect) name([]byte) string { return "" }
+
+func (responsesDialect) typeOf(_ string, dataType []byte) string {
+	return knownName(responsesEvents, dataType)
+}
+
+// skip: an event whose data opens with a type the view does not read (the
+// deltas, most of a stream, which the done items repeat) is not gathered.
+// The type is read in the API's own shape only; any other event is
+// gathered and its type read whole.
+func (responsesDialect) skip(data []byte) bool {
+	const head = `{"type":"`
+	if len(data) < len(head) || string(data[:len(head)]) != head {
+		return false
+	}
+	rest := data[len(head):]
+	end := bytes.IndexByte(rest, '"')
+	if end < 0 || bytes.IndexByte(rest[:end], '\\') >= 0 {
+		return false
+	}
+	return knownName(responsesEvents, rest[:end]) == "-"
+}
 
 // quick reads nothing: the deltas are not read at all.
 func (responsesDialect) quick(string, []byte) (quickDelta, bool) { return quickDelta{}, false }
@@ -158,7 +184,7 @@ func decodeResponsesItem(raw []byte) (Item, error) {
 			Text string `json:"text"`
 		} `json:"content"`
 	}
-	if err := json.Unmarshal(raw, &it); err != nil {
+	if err := jsonscan.Unmarshal(raw, &it); err != nil {
 		return Item{}, err
 	}
 	v := Item{Kind: responsesKind(it.Type), Type: it.Type, ID: it.ID, Complete: true}
@@ -211,7 +237,7 @@ func (responsesDialect) body(r *Response, status int, doc []byte) error {
 			Reason string `json:"reason"`
 		} `json:"incomplete_details"`
 	}
-	if err := json.Unmarshal(doc, &m); err != nil {
+	if err := jsonscan.Unmarshal(doc, &m); err != nil {
 		return err
 	}
 	if status >= 400 {

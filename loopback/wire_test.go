@@ -241,6 +241,54 @@ func TestWireStreamWithoutEventNames(t *testing.T) {
 	}
 }
 
+// TestWireEventNamedAgainstItsData: an event whose name and data's type
+// disagree is read as the vendor's client reads it, by the data's type:
+// Claude Code's SDK takes an event named for a message whatever its data
+// says and skips a ping, whatever its data says; codex reads every event
+// by its data alone.
+func TestWireEventNamedAgainstItsData(t *testing.T) {
+	anthropic := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"model\":\"m\"}}\n\n" +
+		// Named a delta, a block start by its data: the SDK starts a Bash call.
+		"event: content_block_delta\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_bash\",\"name\":\"Bash\",\"input\":{}}}\n\n" +
+		"event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n" +
+		// A ping carrying a call: the SDK skips it.
+		"event: ping\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_read\",\"name\":\"Read\",\"input\":{}}}\n\n" +
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+	w := feed(AnthropicMessages, 200, true, true, []byte(anthropic))
+	if c, ok := w.Call("toolu_bash"); !ok || c.Name != "Bash" {
+		t.Errorf("the call the SDK reads from a delta-named event: %+v %v", c, ok)
+	}
+	if _, ok := w.Call("toolu_read"); ok {
+		t.Error("a call in a ping, which the SDK skips, is on the wire")
+	}
+	done := `{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_1","call_id":"call_shell","name":"shell","arguments":"{}","status":"completed"}}`
+	responses := "event: response.output_text.delta\ndata: " + done + "\n\n" +
+		"event: response.output_item.done\ndata: {\"type\":\"response.output_text.delta\",\"item\":{\"type\":\"function_call\",\"id\":\"fc_2\",\"call_id\":\"call_read\",\"name\":\"read\",\"arguments\":\"{}\"}}\n\n" +
+		"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_1\",\"status\":\"completed\"}}\n\n"
+	w = feed(OpenAIResponses, 200, true, true, []byte(responses))
+	if c, ok := w.Call("call_shell"); !ok || c.Name != "shell" {
+		t.Errorf("the call codex reads from a delta-named event: %+v %v", c, ok)
+	}
+	if _, ok := w.Call("call_read"); ok {
+		t.Error("a call in an event whose data is a delta, which codex does not read as an item, is on the wire")
+	}
+}
+
+// TestWireBodyKeysReadAsTheVendorDoes: a whole JSON answer that gives a
+// key in another case (or twice) is one the vendor's client reads one way
+// and encoding/json another; the view holds no call from it.
+func TestWireBodyKeysReadAsTheVendorDoes(t *testing.T) {
+	for api, body := range map[string]string{
+		AnthropicMessages: `{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","Name":"Read","input":{}}],"stop_reason":"tool_use"}`,
+		OpenAIResponses:   `{"id":"resp_1","object":"response","status":"completed","output":[{"type":"function_call","id":"fc_1","call_id":"toolu_1","name":"shell","name":"read","arguments":"{}"}]}`,
+	} {
+		w := feed(api, 200, false, true, []byte(body))
+		if c, ok := w.Call("toolu_1"); ok {
+			t.Errorf("%s: a call read from a body with a key twice or in another case: %+v", api, c)
+		}
+	}
+}
+
 // TestWireCutAndUnread: a stream the upstream broke off is cut whatever it
 // held; a compressed body or one of another type is not read, and says so.
 func TestWireCutAndUnread(t *testing.T) {

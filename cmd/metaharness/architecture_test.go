@@ -24,7 +24,7 @@ func TestArchitectureListsEveryPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var listed []string
-	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/]+)/` \\|").FindAllStringSubmatch(string(doc), -1) {
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z0-9/-]+)/` \\|").FindAllStringSubmatch(string(doc), -1) {
 		listed = append(listed, m[1])
 	}
 	var built []string
@@ -167,9 +167,15 @@ func kindsOf(graph map[string][]string) []string {
 // kind's own packages import a kind; no kind links the run, only the seam
 // (launcher/kind), which links neither the run nor any kind; the binary
 // links nothing of testkit/; internal/ holds leaves that reach no higher
-// than record and exit.
+// than record and exit; the fleet client and its binary link nothing of
+// the run.
 func TestLayering(t *testing.T) {
 	graph := ownImports(t)
+	for _, p := range linked(graph, "cmd/auto-harness") {
+		if !under(p, "autoharness") && !under(p, "internal") {
+			t.Errorf("cmd/auto-harness links %s: the Auto Harness client and its binary link nothing of the module but autoharness/ and internal/", p)
+		}
+	}
 	if slices.Contains(linked(graph, "attest"), "loopback") {
 		t.Error("attest links loopback: the floor judges the record, and the proxy's types stay with the launcher (attest.Loopback carries their words)")
 	}

@@ -54,7 +54,7 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	}
 	// The command sandbox runs its shell from the early entry: it starts
 	// once per command of the agent's.
-	stdout, stderr := inits("", append(confine.SandboxArgs("/bin/sh"), "-c", "echo sandboxed")...)
+	stdout, stderr := inits("", append(confine.SandboxArgs("/bin/sh", confine.SandboxRules{}), "-c", "echo sandboxed")...)
 	if strings.Contains(stderr, heavy) {
 		t.Errorf("internal-sandbox initialised %s:\n%s", heavy, stderr)
 	}
@@ -106,7 +106,7 @@ func TestSandboxPassesDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(mh, append(confine.SandboxArgs("/bin/sh"), "-c", "echo kept >&3")...)
+	cmd := exec.Command(mh, append(confine.SandboxArgs("/bin/sh", confine.SandboxRules{}), "-c", "echo kept >&3")...)
 	cmd.ExtraFiles = []*os.File{w}
 	out, err := cmd.CombinedOutput()
 	_ = w.Close()

@@ -30,6 +30,7 @@ var examplesRunBy = map[string]string{
 	"auto-harness/mh-claude.command.json": "TestHostDaemonCommand/claude, TestHostDaemonCancel/claude, TestHostDaemonQuota/claude, TestHostDaemonThrottle, TestHostDaemonPhraseInAnswer, TestHostDaemonCommit/claude, TestHostDaemonSessionOutputs",
 	"auto-harness/mh-codex.command.json":  "TestHostDaemonCommand/codex, TestHostDaemonCancel/codex, TestHostDaemonQuota/codex, TestHostDaemonCommit/codex",
 	"auto-harness/worktree.frame.json":    "TestHostDaemonCommand, TestHostDaemonCommit (the frame both Commands name)",
+	"auto-harness/dispatch-mh-claude.yml": "TestExampleDispatchWorkflow (cmd/auto-harness: the dispatch Action run as Actions runs it, against a stand-in control plane)",
 	"sidecars/claude-with-sidecars.sh":    "TestExampleSidecars",
 	"first-run/hello.json":                "TestReadmeKeylessFirstRun",
 	"ask/allow-reads.sh":                  "TestDocsAskExample",

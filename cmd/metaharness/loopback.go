@@ -38,7 +38,10 @@ type loopbackCmd struct {
 // embedder hands its child. The placeholder is in it on purpose (the child
 // needs it); it appears nowhere else.
 type loopbackStarted struct {
-	BaseURL     string                       `json:"base_url"`
+	BaseURL string `json:"base_url"`
+	// GateURL is the egress gate, on a port of its own (null on a unix
+	// socket): what HTTPS_PROXY in Env names.
+	GateURL     *string                      `json:"gate_url"`
 	Socket      *string                      `json:"socket"`
 	Placeholder string                       `json:"placeholder"`
 	Env         map[string]map[string]string `json:"env"` // by kind
@@ -116,6 +119,9 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 		Env: map[string]map[string]string{}, ModelProviders: map[string]modelProvider{}}
 	if s := p.SocketPath(); s != "" {
 		started.Socket = &s
+	}
+	if g := p.GateURL(); g != "" {
+		started.GateURL = &g
 	}
 	// A kind that cannot use this proxy (codex on a unix socket) is left out.
 	for _, k := range kinds.All() {

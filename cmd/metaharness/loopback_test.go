@@ -137,11 +137,12 @@ func TestLoopbackVerbServesUntilSIGTERM(t *testing.T) {
 	defer up.Close()
 	v := startVerb(t, []string{"MH_TOKEN=" + token}, "--upstream", up.URL(), "--token-env", "MH_TOKEN", "--allow-egress", "127.0.0.1:1")
 	s := v.started
-	if !strings.HasPrefix(s.BaseURL, "http://127.0.0.1:") || !strings.HasPrefix(s.Placeholder, "mh-run-standalone-") || s.Socket != nil {
+	if !strings.HasPrefix(s.BaseURL, "http://127.0.0.1:") || !strings.HasPrefix(s.Placeholder, "mh-run-standalone-") || s.Socket != nil ||
+		s.GateURL == nil || !strings.HasPrefix(*s.GateURL, "http://127.0.0.1:") || *s.GateURL == s.BaseURL {
 		t.Fatalf("start line %s", v.line)
 	}
 	if s.Env["claude"]["ANTHROPIC_BASE_URL"] != s.BaseURL || s.Env["claude"]["ANTHROPIC_AUTH_TOKEN"] != s.Placeholder ||
-		s.Env["codex"][codex.KeyEnv] != s.Placeholder || s.Env["codex"]["HTTPS_PROXY"] != s.BaseURL {
+		s.Env["codex"][codex.KeyEnv] != s.Placeholder || s.Env["codex"]["HTTPS_PROXY"] != *s.GateURL {
 		t.Fatalf("child environments %v", s.Env)
 	}
 	if mp, ok := s.ModelProviders["codex"]; !ok || mp.ID != codex.ProviderID || !strings.Contains(mp.Config, `base_url = "`+s.BaseURL+`/v1"`) {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/testkit/b10xstandin"
 	"github.com/metaharness/metaharness/testkit/fakevendor"
+	"github.com/metaharness/metaharness/testkit/scriptcmd"
 )
 
 // TestMain lets the test binary stand in for metaharness inside scripts
@@ -59,25 +58,7 @@ func TestScripts(t *testing.T) {
 // too) must also print exactly one line on stderr saying what nobody found
 // out and why.
 func exitcode(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) < 2 {
-		ts.Fatalf("usage: exitcode N command [args...]")
-	}
-	want, err := strconv.Atoi(args[0])
-	if err != nil {
-		ts.Fatalf("exitcode: %q is not a number", args[0])
-	}
-	got := 0
-	if err := ts.Exec(args[1], args[2:]...); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			ts.Fatalf("exitcode: %v", err)
-		}
-		got = ee.ExitCode()
-	}
-	if got != want {
-		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
-	}
-	if want == 3 && runsRun(args[1:]) {
+	if scriptcmd.ExitCode(ts, neg, args) == 3 && runsRun(args[1:]) {
 		var lines []string
 		for _, l := range strings.Split(ts.ReadFile("stderr"), "\n") {
 			if strings.HasPrefix(l, "metaharness: ") && !strings.HasPrefix(l, "metaharness: warning: ") {

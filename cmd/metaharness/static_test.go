@@ -8,21 +8,31 @@ import (
 	"testing"
 )
 
-// TestReleaseBinaryIsStatic: `make build` makes a binary with cgo off, no
-// program interpreter (dynamic loader) and no shared library it needs, so
-// that it runs on any Linux host it is copied to.
+// TestReleaseBinaryIsStatic: `make build` makes both release binaries,
+// metaharness and auto-harness, with cgo off, no program interpreter
+// (dynamic loader) and no shared library they need, so that they run on
+// any Linux host they are copied to.
 func TestReleaseBinaryIsStatic(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds the release binary")
+		t.Skip("builds the release binaries")
 	}
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make on PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "metaharness")
-	cmd := exec.Command("make", "-s", "-C", "../..", "build", "BIN="+bin)
+	dir := t.TempDir()
+	bins := []string{filepath.Join(dir, "metaharness"), filepath.Join(dir, "auto-harness")}
+	cmd := exec.Command("make", "-s", "-C", "../..", "build", "BIN="+bins[0], "AH_BIN="+bins[1])
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make build: %v\n%s", err, out)
 	}
+	for _, bin := range bins {
+		t.Run(filepath.Base(bin), func(t *testing.T) { checkStatic(t, bin) })
+	}
+}
+
+// checkStatic fails unless bin was built with cgo off, names no program
+// interpreter, needs no shared library and runs (--version).
+func checkStatic(t *testing.T, bin string) {
 	info, err := buildinfo.ReadFile(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +44,7 @@ func TestReleaseBinaryIsStatic(t *testing.T) {
 		}
 	}
 	if cgo != "0" {
-		t.Errorf("make build made a binary with CGO_ENABLED=%q, want 0", cgo)
+		t.Errorf("make build made %s with CGO_ENABLED=%q, want 0", bin, cgo)
 	}
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -43,11 +53,11 @@ func TestReleaseBinaryIsStatic(t *testing.T) {
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Error("the binary names a program interpreter (PT_INTERP): it is dynamically linked")
+			t.Errorf("%s names a program interpreter (PT_INTERP): it is dynamically linked", bin)
 		}
 	}
 	if libs, err := f.ImportedLibraries(); err != nil || len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v (%v)", libs, err)
+		t.Errorf("%s needs shared libraries %v (%v)", bin, libs, err)
 	}
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil || len(out) == 0 {

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/metaharness/metaharness/confine"
@@ -54,9 +53,9 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	case slices.Equal(args, confine.NestedProbeArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.NestedProbe() }
 	case isSandbox(args):
-		shell, rest := args[2], args[len(confine.SandboxArgs(args[2])):]
+		shell, rules, rest, _ := confine.ParseSandboxArgs(args)
 		return func(_ io.Reader, _, stderr io.Writer) int {
-			err := confine.Sandbox(shell, rest)
+			err := confine.Sandbox(shell, rules, rest)
 			fmt.Fprintln(stderr, "metaharness:", err)
 			return 126 // what a shell answers for a command it found but could not run
 		}
@@ -77,9 +76,6 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 // isSandbox: args are the command sandbox's, as a kind's sandbox script
 // writes them, with an absolute shell and at least one argument for it.
 func isSandbox(args []string) bool {
-	if len(args) < 5 || !filepath.IsAbs(args[2]) {
-		return false
-	}
-	lead := confine.SandboxArgs(args[2])
-	return slices.Equal(args[:len(lead)], lead)
+	_, _, _, ok := confine.ParseSandboxArgs(args)
+	return ok
 }

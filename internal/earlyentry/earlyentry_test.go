@@ -18,8 +18,10 @@ func TestTake(t *testing.T) {
 	for _, args := range [][]string{
 		confine.InitArgs(),
 		confine.NestedProbeArgs(),
-		append(confine.SandboxArgs("/bin/bash"), "-c", "ls"),
-		append(confine.SandboxArgs("/bin/bash"), "-lc", "ls"),
+		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{}), "-c", "ls"),
+		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{}), "-lc", "ls"),
+		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{Unset: []string{"ANTHROPIC_BASE_URL", "X_1"}, Connect: []uint16{8080, 1}}), "-c", "ls"),
+		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{Connect: []uint16{}}), "-c", "ls"),
 		hook.Args("/run/x/decisions.sock"),
 	} {
 		if Take(args) == nil {
@@ -41,8 +43,16 @@ func TestTake(t *testing.T) {
 		{"internal-hook", "--socket", "relative.sock"},
 		{"internal-hook", "--socket=/run/x/decisions.sock"},
 		{"--version", "internal-init"},
-		confine.SandboxArgs("/bin/bash"),
-		append(confine.SandboxArgs("bash"), "-c", "ls"),
+		confine.SandboxArgs("/bin/bash", confine.SandboxRules{}),
+		append(confine.SandboxArgs("bash", confine.SandboxRules{}), "-c", "ls"),
+		{"internal-sandbox", "--shell", "/bin/bash", "--unset", "1X", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--unset", "A=B", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "0", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "65536", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "080", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "80,", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "80", "--unset", "A", "--", "-c", "ls"},
+		{"internal-sandbox", "--shell", "/bin/bash", "--connect", "80", "--connect", "81", "--", "-c", "ls"},
 		{"internal-sandbox", "--shell", "/bin/bash", "-c", "ls"},
 		{"internal-sandbox", "/bin/bash", "--", "-c", "ls"},
 	} {

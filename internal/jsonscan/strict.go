@@ -114,6 +114,12 @@ func Decode(data []byte, v any, opts Options) error {
 	return json.Unmarshal(data, v)
 }
 
+// Unmarshal is Decode with no options beyond the strict reader's own:
+// json.Unmarshal for a reader of another program's output (a vendor's
+// record, a model's answer), which may carry keys the reader does not
+// take, but never one given twice or in another case.
+func Unmarshal(data []byte, v any) error { return Decode(data, v, Options{}) }
+
 type walker struct {
 	b     []byte
 	opts  Options

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
@@ -177,7 +178,7 @@ func (r *Reader) Read(raw []byte) []kind.Item {
 		return nil
 	}
 	var v rec
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := jsonscan.Unmarshal(raw, &v); err != nil {
 		return r.items(r.opaque(raw, ""))
 	}
 	switch v.Kind {
@@ -299,7 +300,7 @@ func (r *Reader) sessionStarted(v *rec) *record.SessionStarted {
 	}
 	if len(v.Withheld) > 0 && string(v.Withheld) != "null" {
 		s.Withheld = []record.Withheld{}
-		_ = json.Unmarshal(v.Withheld, &s.Withheld)
+		_ = jsonscan.Unmarshal(v.Withheld, &s.Withheld)
 	}
 	for _, m := range v.MCP {
 		s.MCPServers = append(s.MCPServers, record.MCPServer{Name: m.Connection})

@@ -45,6 +45,14 @@ const (
 	standInSource = "apiKeyHelper"
 )
 
+// vendorOnly are the variables Claude Code holds and the commands it runs
+// must not inherit: its credential for the proxy, the proxy's address and
+// the run header (a command would post its own model request with them),
+// and the cross-session messaging socket, switched off by
+// CLAUDE_CODE_HARBOR_KITE=0 and taken out here besides.
+var vendorOnly = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
+	"ANTHROPIC_UNIX_SOCKET", "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_MESSAGING_TOKEN"}
+
 // callerKeys are copied from the caller's environment when present. HOME is
 // not among them: the child gets a scratch home.
 var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
@@ -88,6 +96,13 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		// (docs/wire-facts.md A4): 2.1.328 expands one on every input
 		// channel unless this is set.
 		"CLAUDE_CODE_DISABLE_FILE_MENTIONS": "1",
+		// No cross-session messaging: 2.1.328 otherwise listens on a
+		// socket in TMPDIR for "another Claude session" and hands every
+		// command its path and token, so a command could put a message into
+		// the model's context that no seam decides and the record shows
+		// only as a digest. This switch removes the socket and both
+		// variables (docs/wire-facts.md A8).
+		"CLAUDE_CODE_HARBOR_KITE": "0",
 		// Tool search off: no deferred loading, so the model is offered each
 		// tool inline and nothing else (2.1.328 otherwise adds a
 		// DeferredToolPlaceholder stub beside a catalogue's tools).
@@ -199,7 +214,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	// `PREFIX 'COMMAND LINE'` (through its shell for the first two), so the
 	// prefix is the sandbox script and names the shell Claude Code is told
 	// to write for.
-	if f := kind.CommandSandbox(conf, w, "command-sandbox", kind.SandboxShell, "-c"); f != nil {
+	if f := kind.CommandSandbox(conf, w, "command-sandbox", kind.SandboxShell, vendorOnly, "-c"); f != nil {
 		files = append(files, *f)
 		env["CLAUDE_CODE_SHELL_PREFIX"] = f.Path
 		env["CLAUDE_CODE_SHELL"] = kind.SandboxShell

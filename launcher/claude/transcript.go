@@ -136,7 +136,7 @@ func (r *Reader) system(raw []byte, subtype string) []record.Event {
 			} `json:"plugins"`
 			MCPServers []record.MCPServer `json:"mcp_servers"`
 		}
-		if json.Unmarshal(raw, &v) != nil {
+		if jsonscan.Unmarshal(raw, &v) != nil {
 			return nil
 		}
 		s := &record.SessionStarted{
@@ -163,7 +163,7 @@ func (r *Reader) system(raw []byte, subtype string) []record.Event {
 			Estimate *uint64 `json:"estimated_tokens"`
 			Delta    *int64  `json:"estimated_tokens_delta"`
 		}
-		if json.Unmarshal(raw, &v) != nil {
+		if jsonscan.Unmarshal(raw, &v) != nil {
 			return nil
 		}
 		return []record.Event{&record.ThinkingEstimate{Estimate: v.Estimate, Delta: v.Delta}}
@@ -172,7 +172,7 @@ func (r *Reader) system(raw []byte, subtype string) []record.Event {
 			Attempt    *int `json:"attempt"`
 			MaxRetries *int `json:"max_retries"`
 		}
-		if json.Unmarshal(raw, &v) != nil || v.Attempt == nil {
+		if jsonscan.Unmarshal(raw, &v) != nil || v.Attempt == nil {
 			return nil
 		}
 		msg := "the vendor retried a model request (attempt " + strconv.Itoa(*v.Attempt)
@@ -214,7 +214,7 @@ func (r *Reader) assistant(raw []byte) []record.Event {
 			Usage   json.RawMessage `json:"usage"`
 		} `json:"message"`
 	}
-	if json.Unmarshal(raw, &v) != nil {
+	if jsonscan.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	m := v.Message
@@ -273,7 +273,7 @@ func (r *Reader) user(raw []byte) []record.Event {
 		IsSynthetic   bool            `json:"isSynthetic"`
 		ToolUseResult json.RawMessage `json:"tool_use_result"`
 	}
-	if json.Unmarshal(raw, &v) != nil {
+	if jsonscan.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	origin := "user"
@@ -281,11 +281,11 @@ func (r *Reader) user(raw []byte) []record.Event {
 		origin = "synthetic"
 	}
 	var text string
-	if json.Unmarshal(v.Message.Content, &text) == nil {
+	if jsonscan.Unmarshal(v.Message.Content, &text) == nil {
 		return []record.Event{&record.Injection{Text: text, Origin: &origin}}
 	}
 	var blocks []contentBlock
-	if json.Unmarshal(v.Message.Content, &blocks) != nil {
+	if jsonscan.Unmarshal(v.Message.Content, &blocks) != nil {
 		return nil
 	}
 	var out []record.Event
@@ -319,7 +319,7 @@ func (r *Reader) rateLimit(raw []byte) []record.Event {
 			UsingOverage *bool    `json:"isUsingOverage"`
 		} `json:"rate_limit_info"`
 	}
-	if json.Unmarshal(raw, &v) != nil {
+	if jsonscan.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	i := v.Info
@@ -347,7 +347,7 @@ func (r *Reader) result(raw []byte) []record.Event {
 			Spawned *uint64 `json:"spawned"`
 		} `json:"subagent_stats"`
 	}
-	if json.Unmarshal(raw, &v) != nil {
+	if jsonscan.Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	e := &record.SessionEnded{
@@ -409,7 +409,7 @@ func usage(raw json.RawMessage) record.Usage {
 			Thinking *uint64 `json:"thinking_tokens"`
 		} `json:"output_tokens_details"`
 	}
-	_ = json.Unmarshal(raw, &v)
+	_ = jsonscan.Unmarshal(raw, &v)
 	u := record.Usage{InputTokens: v.Input, OutputTokens: v.Output, CacheReadInputTokens: v.CacheRead,
 		CacheCreationInputTokens: v.CacheCreation, ServiceTier: v.ServiceTier, Speed: v.Speed}
 	if v.Details != nil {
@@ -427,7 +427,7 @@ func modelUsage(raw json.RawMessage) record.Usage {
 		Thinking      *uint64  `json:"thinkingTokens"`
 		Cost          *float64 `json:"costUSD"`
 	}
-	_ = json.Unmarshal(raw, &v)
+	_ = jsonscan.Unmarshal(raw, &v)
 	return record.Usage{InputTokens: v.Input, OutputTokens: v.Output, CacheReadInputTokens: v.CacheRead,
 		CacheCreationInputTokens: v.CacheCreation, ThinkingTokens: v.Thinking, CostUSD: v.Cost}
 }

@@ -51,3 +51,24 @@ func TestCloseReason(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderReadsKeysAsTheVendorDoes: a record that gives a key twice or
+// in another case ("name" and "Name") is one Claude Code reads one way and
+// encoding/json another; the reader takes nothing from it as the model's
+// (no call under either name) and keeps the line opaque, with its digest.
+func TestReaderReadsKeysAsTheVendorDoes(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"assistant","message":{"id":"m1","model":"c","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","Name":"Read","input":{"command":"id"}}]}}`,
+		`{"type":"assistant","message":{"id":"m1","model":"c","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","name":"Read","input":{"command":"id"}}]}}`,
+		`{"type":"assistant","Message":{"id":"m1","model":"c","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{}}]},"message":{"id":"m2","content":[]}}`,
+	} {
+		var r Reader
+		items := r.Read([]byte(line))
+		if len(items) != 1 {
+			t.Fatalf("%s: %d events", line, len(items))
+		}
+		if o, ok := items[0].Event.(*record.Opaque); !ok || o.Digest == "" {
+			t.Errorf("%s: read as %T, want an opaque line", line, items[0].Event)
+		}
+	}
+}

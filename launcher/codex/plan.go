@@ -33,6 +33,11 @@ const (
 // entry names it as its env_key, so codex sends it as the bearer token.
 const KeyEnv = "METAHARNESS_LOOPBACK_KEY"
 
+// vendorOnly are the variables codex holds and the commands it runs must
+// not inherit: its credential for the proxy (a command would post its own
+// model request with it) and its own key under --credentials api-key.
+var vendorOnly = []string{KeyEnv, "OPENAI_API_KEY"}
+
 // openaiRoot is where a provider entry points without the loopback proxy or
 // --model-endpoint; codex appends /responses to <root>/v1.
 const openaiRoot = "https://api.openai.com"
@@ -208,7 +213,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	files = append(files, kind.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
 	conf := kind.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
-	files = append(files, kind.LoginShellSandbox(conf, w, env["HOME"])...)
+	files = append(files, kind.LoginShellSandbox(conf, w, env["HOME"], vendorOnly)...)
 	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
 	kind.AttestConfinement(claim, conf, spec, w)
 	return &kind.Plan{

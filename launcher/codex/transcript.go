@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
@@ -125,7 +126,7 @@ func (r *Reader) Read(raw []byte) []kind.Item {
 		return nil
 	}
 	var m message
-	if err := json.Unmarshal(raw, &m); err != nil {
+	if err := jsonscan.Unmarshal(raw, &m); err != nil {
 		return []kind.Item{{Event: r.opaque(raw, nil, nil)}}
 	}
 	at := ""
@@ -172,7 +173,7 @@ func (r *Reader) request(m *message) []record.Event {
 				Name string `json:"name"`
 			} `json:"dynamicTools"`
 		}
-		if json.Unmarshal(m.Params, &p) == nil && len(p.DynamicTools) > 0 {
+		if jsonscan.Unmarshal(m.Params, &p) == nil && len(p.DynamicTools) > 0 {
 			r.offered = []string{}
 			for _, t := range p.DynamicTools {
 				r.offered = append(r.offered, t.Name)
@@ -230,12 +231,12 @@ func (r *Reader) threadStarted(result json.RawMessage) {
 			Type string `json:"type"`
 		} `json:"sandbox"`
 	}
-	if json.Unmarshal(result, &v) != nil {
+	if jsonscan.Unmarshal(result, &v) != nil {
 		return
 	}
 	r.threadID, r.model = v.Thread.ID, v.Model
 	var approval string
-	_ = json.Unmarshal(v.ApprovalPolicy, &approval)
+	_ = jsonscan.Unmarshal(v.ApprovalPolicy, &approval)
 	mode := fmt.Sprintf("approval %s, sandbox %s", approval, v.Sandbox.Type)
 	r.started = &record.SessionStarted{
 		Adapter: "codex", AdapterClass: "harness",
@@ -257,7 +258,7 @@ func (r *Reader) configRead(result json.RawMessage) {
 			} `json:"model_providers"`
 		} `json:"config"`
 	}
-	if json.Unmarshal(result, &v) != nil || r.started == nil {
+	if jsonscan.Unmarshal(result, &v) != nil || r.started == nil {
 		return
 	}
 	src := "none"
@@ -281,7 +282,7 @@ func (r *Reader) pluginsInstalled(result json.RawMessage) {
 			} `json:"plugins"`
 		} `json:"marketplaces"`
 	}
-	if json.Unmarshal(result, &v) != nil || r.started == nil {
+	if jsonscan.Unmarshal(result, &v) != nil || r.started == nil {
 		return
 	}
 	r.started.Plugins = []record.Plugin{}
@@ -300,7 +301,7 @@ func (r *Reader) mcpServers(result json.RawMessage) {
 			Status *string `json:"status"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(result, &v) != nil || r.started == nil {
+	if jsonscan.Unmarshal(result, &v) != nil || r.started == nil {
 		return
 	}
 	r.started.MCPServers = []record.MCPServer{}
@@ -317,7 +318,7 @@ func (r *Reader) skills(result json.RawMessage) {
 			} `json:"skills"`
 		} `json:"data"`
 	}
-	if json.Unmarshal(result, &v) != nil || r.started == nil {
+	if jsonscan.Unmarshal(result, &v) != nil || r.started == nil {
 		return
 	}
 	r.started.Skills = []string{}
@@ -348,7 +349,7 @@ func (r *Reader) notification(raw []byte, m *message) []record.Event {
 				ID string `json:"id"`
 			} `json:"turn"`
 		}
-		_ = json.Unmarshal(m.Params, &v)
+		_ = jsonscan.Unmarshal(m.Params, &v)
 		r.turnIDs = append(r.turnIDs, v.Turn.ID)
 		return []record.Event{&record.TurnStarted{Turn: r.turn}}
 	case "turn/completed":
@@ -364,7 +365,7 @@ func (r *Reader) notification(raw []byte, m *message) []record.Event {
 			Error     turnError `json:"error"`
 			WillRetry bool      `json:"willRetry"`
 		}
-		_ = json.Unmarshal(m.Params, &v)
+		_ = jsonscan.Unmarshal(m.Params, &v)
 		code := WarnVendorError
 		if v.WillRetry {
 			code = WarnVendorAPIRetry
@@ -375,7 +376,7 @@ func (r *Reader) notification(raw []byte, m *message) []record.Event {
 			Summary *string `json:"summary"`
 			Message *string `json:"message"`
 		}
-		_ = json.Unmarshal(m.Params, &v)
+		_ = jsonscan.Unmarshal(m.Params, &v)
 		text := string(m.Params)
 		switch {
 		case v.Summary != nil:
@@ -449,7 +450,7 @@ func (r *Reader) itemStarted(params json.RawMessage) []record.Event {
 	var v struct {
 		Item item `json:"item"`
 	}
-	if json.Unmarshal(params, &v) != nil {
+	if jsonscan.Unmarshal(params, &v) != nil {
 		return nil
 	}
 	it := v.Item
@@ -479,7 +480,7 @@ func (r *Reader) itemCompleted(params json.RawMessage) []record.Event {
 		TurnID string `json:"turnId"`
 		Item   item   `json:"item"`
 	}
-	if json.Unmarshal(params, &v) != nil {
+	if jsonscan.Unmarshal(params, &v) != nil {
 		return nil
 	}
 	it := v.Item
@@ -542,7 +543,7 @@ func (r *Reader) tokenUsage(params json.RawMessage) []record.Event {
 			Last  tokenCounts `json:"last"`
 		} `json:"tokenUsage"`
 	}
-	if json.Unmarshal(params, &v) != nil {
+	if jsonscan.Unmarshal(params, &v) != nil {
 		return nil
 	}
 	total := v.TokenUsage.Total.usage()
@@ -572,7 +573,7 @@ func (r *Reader) turnCompleted(params json.RawMessage) []record.Event {
 			DurationMs *uint64    `json:"durationMs"`
 		} `json:"turn"`
 	}
-	if json.Unmarshal(params, &v) != nil {
+	if jsonscan.Unmarshal(params, &v) != nil {
 		return nil
 	}
 	t := v.Turn
@@ -620,7 +621,7 @@ func httpStatus(info json.RawMessage) *int {
 	var v map[string]struct {
 		HTTPStatusCode *int `json:"httpStatusCode"`
 	}
-	if json.Unmarshal(info, &v) != nil {
+	if jsonscan.Unmarshal(info, &v) != nil {
 		return nil
 	}
 	for _, x := range v {

@@ -2,9 +2,11 @@ package kind
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/metaharness/metaharness/attest"
@@ -105,7 +107,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	bindGit(c, w.Git)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
-		c.Listen = w.ProxyAddr
+		c.Listen, c.GateListen = w.ProxyAddr, w.GateAddr
 	} else {
 		// The child resolves names itself here; /etc/resolv.conf may point
 		// into /run.
@@ -122,22 +124,35 @@ const SandboxShell = "/bin/bash"
 // which c's vendor runs each command of the agent's inside the command
 // sandbox (confine.Sandbox: a Landlock domain of the command's own, which
 // cannot signal, ptrace or open the /proc entries of the vendor): it starts
-// shell with lead and then the arguments the vendor gives it. It records
-// the script in c (CommandSandbox), so that the init refuses to start the
+// shell with lead and then the arguments the vendor gives it, without the
+// variables vendorOnly names (the vendor's credential for the proxy, its
+// base URL, a channel of its own), and, where the child has a network
+// namespace, with TCP connections to the egress gate's port alone, so that
+// the model route beside it is out of the commands' reach. It records the
+// script in c (CommandSandbox), so that the init refuses to start the
 // vendor where the domain cannot be made. It is nil, and c unchanged, when
 // there is no confinement (the script would be the child's to rewrite) or
 // the host's Landlock has no scopes.
-func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...string) *File {
+func CommandSandbox(c *confine.Spec, w *World, name, shell string, vendorOnly []string, lead ...string) *File {
 	if c == nil || !w.Controls.Scoped() {
 		return nil
 	}
+	rules := confine.SandboxRules{Unset: slices.Compact(slices.Sorted(slices.Values(vendorOnly)))}
+	if c.Has(confine.Net) {
+		rules.Connect = []uint16{}
+		if _, port, err := net.SplitHostPort(c.GateListen); err == nil {
+			if p, err := strconv.ParseUint(port, 10, 16); err == nil {
+				rules.Connect = append(rules.Connect, uint16(p))
+			}
+		}
+	}
 	line := "exec " + ShellQuote(w.Self)
-	for _, a := range append(confine.SandboxArgs(shell), lead...) {
+	for _, a := range append(confine.SandboxArgs(shell, rules), lead...) {
 		line += " " + ShellQuote(a)
 	}
 	f := &File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
 		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine.Sandbox)\n" + line + ` "$@"` + "\n"}
-	c.CommandSandbox = f.Path
+	c.CommandSandbox, c.CommandRules = f.Path, &rules
 	return f
 }
 
@@ -150,8 +165,8 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, lead ...strin
 // bash. The other users of the host are not in it, and the child sees none
 // of them anyway (their ids are unmapped). It returns the files to write,
 // none where CommandSandbox gives no script.
-func LoginShellSandbox(c *confine.Spec, w *World, home string) []File {
-	f := CommandSandbox(c, w, "bash", SandboxShell)
+func LoginShellSandbox(c *confine.Spec, w *World, home string, vendorOnly []string) []File {
+	f := CommandSandbox(c, w, "bash", SandboxShell, vendorOnly)
 	if f == nil {
 		return nil
 	}
@@ -211,7 +226,7 @@ func kernelWords(c *confine.Spec, w *World) string {
 		parts = append(parts, "no seccomp filter ("+orUnprobed(w.Controls.SeccompWhy)+")")
 	}
 	if c.CommandSandbox != "" {
-		parts = append(parts, fmt.Sprintf("each command of the agent's runs in a Landlock domain of its own (ABI %d, signals and abstract sockets scoped), which cannot signal, ptrace or open /proc/<pid>/mem, environ or fd/* of the vendor", w.Controls.LandlockABI))
+		parts = append(parts, fmt.Sprintf("each command of the agent's runs in a Landlock domain of its own (ABI %d, signals and abstract sockets scoped), which cannot signal, ptrace or open /proc/<pid>/mem, environ or fd/* of the vendor", w.Controls.LandlockABI)+commandRuleWords(c.CommandRules))
 	} else {
 		why := w.Controls.LandlockWhy
 		if why == "" && w.Controls.Scoped() {
@@ -221,6 +236,30 @@ func kernelWords(c *confine.Spec, w *World) string {
 		parts = append(parts, "no command sandbox ("+why+"), so the agent's commands may signal the vendor or reach its memory")
 	}
 	return "in the kernel: " + strings.Join(parts, "; ")
+}
+
+// commandRuleWords say what the command sandbox takes from each command
+// beyond its scopes (confine.SandboxRules).
+func commandRuleWords(r *confine.SandboxRules) string {
+	var out string
+	if r == nil {
+		return out
+	}
+	switch {
+	case r.Connect == nil:
+	case len(r.Connect) == 0:
+		out += ", may open no TCP connection (the loopback proxy's model route included)"
+	default:
+		ports := make([]string, len(r.Connect))
+		for i, p := range r.Connect {
+			ports[i] = strconv.Itoa(int(p))
+		}
+		out += ", may open TCP connections to the egress gate's port (" + strings.Join(ports, ", ") + ") alone, never to the loopback proxy's model route,"
+	}
+	if len(r.Unset) > 0 {
+		out += " and inherits none of the vendor's own variables (" + strings.Join(r.Unset, ", ") + ")"
+	}
+	return out
 }
 
 // boundWords say, for H6, how much the child may hold: the fresh tmpfs
@@ -249,7 +288,7 @@ func ClaimWire(c *attest.Claim, w *World, vendor string) {
 		c.Unavailable(attest.H13, "the wire is not seen: no loopback proxy reads this run's model traffic (under --credentials loopback it does)")
 		return
 	}
-	c.Impose(attest.H13, "the loopback proxy reads every model response ("+w.Wire+") outside the child's reach, and the run holds "+vendor+"'s decision requests and its lines claiming model output to it: a request for a call the model did not make is denied, and a line the wire does not hold is never recorded as the model's")
+	c.Impose(attest.H13, "the loopback proxy reads every model response ("+w.Wire+") outside the child's reach, and the run holds "+vendor+"'s decision requests and its lines claiming model output to it: a request for a call the model did not make is denied, and a line the wire does not hold is never recorded as the model's; the proxy forwards a model request only on a connection "+vendor+"'s own process holds (by the kernel's table of its sockets), so that one its commands make with whatever credential they find is refused and recorded, never answered, and no call of theirs reaches the wire")
 }
 
 func tokenWords(spec *Spec, w *World) string {

@@ -43,6 +43,11 @@ type World struct {
 	// loopback: the address the child reaches it at, inside its network
 	// namespace too.
 	ProxyAddr string `json:"proxy_addr,omitempty"`
+	// GateAddr is the proxy's egress gate, on a port of its own beside
+	// ProxyAddr's (the one a child's HTTPS_PROXY names): apart, the
+	// command sandbox can let the agent's commands reach the gate and not
+	// the model route.
+	GateAddr string `json:"gate_addr,omitempty"`
 	// CatalogueCopy is the checked scratch copy of --catalogue, if any, and
 	// CatalogueTools the names its entries are published under over MCP.
 	CatalogueCopy  string   `json:"catalogue_copy,omitempty"`

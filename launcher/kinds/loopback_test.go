@@ -37,9 +37,9 @@ func startProxy(t *testing.T, sock string) *loopback.Proxy {
 // can use one gets an environment.
 func TestLoopbackEnvs(t *testing.T) {
 	p := startProxy(t, "")
-	base, ph := p.BaseURL(), p.Placeholder()
+	base, ph, g := p.BaseURL(), p.Placeholder(), p.GateURL()
 	gate := map[string]string{
-		"HTTPS_PROXY": base, "HTTP_PROXY": base, "ALL_PROXY": base, "https_proxy": base, "http_proxy": base, "all_proxy": base,
+		"HTTPS_PROXY": g, "HTTP_PROXY": g, "ALL_PROXY": g, "https_proxy": g, "http_proxy": g, "all_proxy": g,
 		"NO_PROXY": "localhost,127.0.0.1,::1", "no_proxy": "localhost,127.0.0.1,::1",
 	}
 	with := func(own map[string]string) map[string]string {
