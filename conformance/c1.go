@@ -8,7 +8,7 @@ import (
 	"os"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -24,7 +24,7 @@ type C1Vector struct {
 	Covers  []string        `json:"covers,omitempty"`
 	Spec    kinds.Spec      `json:"spec"`
 	World   json.RawMessage `json:"world"`
-	Plan    *launcher.Plan  `json:"plan,omitempty"`
+	Plan    *kind.Plan      `json:"plan,omitempty"`
 	Refusal *C1Refusal      `json:"refusal,omitempty"`
 }
 
@@ -35,13 +35,13 @@ type C1Refusal struct {
 }
 
 // PlanC1 computes what the vector's spec and world plan to today.
-func PlanC1(v *C1Vector) (*launcher.Plan, *C1Refusal, error) {
+func PlanC1(v *C1Vector) (*kind.Plan, *C1Refusal, error) {
 	k, _ := kinds.Lookup(v.Spec.Kind)
-	runner, ok := k.(launcher.Runner)
+	runner, ok := k.(kind.Runner)
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: no C1 planner for kind %q", v.ID, v.Spec.Kind)
 	}
-	var w launcher.World
+	var w kind.World
 	if err := json.Unmarshal(v.World, &w); err != nil {
 		return nil, nil, fmt.Errorf("%s: world: %w", v.ID, err)
 	}
@@ -80,11 +80,11 @@ func CheckC1(v *C1Vector) error {
 		return err
 	}
 	got, _ := json.Marshal(struct {
-		P *launcher.Plan
+		P *kind.Plan
 		R *C1Refusal
 	}{plan, refusal})
 	want, _ := json.Marshal(struct {
-		P *launcher.Plan
+		P *kind.Plan
 		R *C1Refusal
 	}{v.Plan, v.Refusal})
 	if !bytes.Equal(got, want) {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
 )
@@ -16,21 +16,21 @@ import (
 // makes of it, closed as the run loop would close it. Tool calls come out as
 // the reader presents them (no decision engine), so a replay pins the
 // reader alone, byte for byte.
-func ReplayC2(kind string, transcript []byte) ([]byte, error) {
-	k, _ := kinds.Lookup(kind)
-	rp, ok := k.(launcher.Replayer)
+func ReplayC2(name string, transcript []byte) ([]byte, error) {
+	k, _ := kinds.Lookup(name)
+	rp, ok := k.(kind.Replayer)
 	if !ok {
-		return nil, fmt.Errorf("no transcript reader for kind %q", kind)
+		return nil, fmt.Errorf("no transcript reader for kind %q", name)
 	}
 	return Replay(rp, "c2", transcript)
 }
 
 // Replay maps transcript through the kind's own reader under the run id run
 // (ReplayC2, project --from).
-func Replay(kind launcher.Replayer, run string, transcript []byte) ([]byte, error) {
+func Replay(k kind.Replayer, run string, transcript []byte) ([]byte, error) {
 	var out bytes.Buffer
 	w := record.NewWriter(&out, run)
-	r := kind.NewTranscript()
+	r := k.NewTranscript()
 	sc := bufio.NewScanner(bytes.NewReader(transcript))
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
@@ -49,14 +49,14 @@ func Replay(kind launcher.Replayer, run string, transcript []byte) ([]byte, erro
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	if e, ok := r.(launcher.Ender); ok {
+	if e, ok := r.(kind.Ender); ok {
 		for _, it := range e.End() {
 			if err := w.Emit(it.Event); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := w.Close(kind.CloseReason(r.Terminal()), nil); err != nil {
+	if err := w.Close(k.CloseReason(r.Terminal()), nil); err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

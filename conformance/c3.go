@@ -16,6 +16,7 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -247,9 +248,9 @@ func matchScripted(call loopback.Call, req decide.Request) error {
 	if req.Tool != call.Name {
 		return fmt.Errorf("the wire's call is %s, not %s", call.Name, req.Tool)
 	}
-	w, errW := launcher.DecodeJSON(call.Input)
-	r, errR := launcher.DecodeJSON(req.Input)
-	if errW != nil || errR != nil || !launcher.EqualJSON(w, r, launcher.NumbersExact) {
+	w, errW := kind.DecodeJSON(call.Input)
+	r, errR := kind.DecodeJSON(req.Input)
+	if errW != nil || errR != nil || !kind.EqualJSON(w, r, kind.NumbersExact) {
 		return errors.New("the input differs from the wire's")
 	}
 	return nil

@@ -9,16 +9,16 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/launcher/codex"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // planWithEntries plans the vector at path with its catalogue replaced by n
 // entries, each published under a name of the longest length a rendering
 // may have (64 characters) and declared with a three-field schema.
-func planWithEntries(t *testing.T, path string, n int) (*launcher.Plan, *C1Refusal) {
+func planWithEntries(t *testing.T, path string, n int) (*kind.Plan, *C1Refusal) {
 	t.Helper()
 	v, err := LoadC1(path)
 	if err != nil {
@@ -29,12 +29,12 @@ func planWithEntries(t *testing.T, path string, n int) (*launcher.Plan, *C1Refus
 		t.Fatal(err)
 	}
 	var tools []string
-	var decls []launcher.ToolDecl
+	var decls []kind.ToolDecl
 	for i := range n {
 		name := fmt.Sprintf("tool%d_", i)
 		name += strings.Repeat("x", 64-len(name))
 		tools = append(tools, name)
-		decls = append(decls, launcher.ToolDecl{Name: name, Summary: "Read a file of the team's tree, from the workspace root.",
+		decls = append(decls, kind.ToolDecl{Name: name, Summary: "Read a file of the team's tree, from the workspace root.",
 			Input: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"The file's path."},"offset":{"type":"integer"},"limit":{"type":"integer"}},"required":["path"],"additionalProperties":false}`)})
 	}
 	w["catalogue_tools"], w["catalogue_decls"] = tools, decls
@@ -50,7 +50,7 @@ func planWithEntries(t *testing.T, path string, n int) (*launcher.Plan, *C1Refus
 
 // argvFits is the check the run makes before anything is written or
 // spawned: every argument within MAX_ARG_STRLEN.
-func argvFits(p *launcher.Plan) error {
+func argvFits(p *kind.Plan) error {
 	return contextfile.CheckArgSizes(append([]string{p.Program}, p.Args...), nil)
 }
 
@@ -117,7 +117,7 @@ func TestLaunchWithAThousandEntries(t *testing.T) {
 	})
 }
 
-func fileSizes(p *launcher.Plan) []int {
+func fileSizes(p *kind.Plan) []int {
 	var out []int
 	for _, f := range p.Files {
 		out = append(out, len(f.Content))

@@ -6,10 +6,10 @@
 //   - C1 launch vectors (testdata/c1/<kind>/*.json): a spec and an observed
 //     world in, the launch plan (or the refusal) out. Planning is pure, so
 //     CheckC1 compares byte for byte; it plans through the kind's
-//     launcher.Runner found in launcher/kinds.
+//     kind.Runner found in launcher/kinds.
 //   - C2 replay vectors (testdata/c2/<kind>/*.in.jsonl beside
 //     *.expected.jsonl): a real recorded vendor transcript and the event
-//     stream the kind's own reader (launcher.Replayer) makes of it, closed as
+//     stream the kind's own reader (kind.Replayer) makes of it, closed as
 //     a run closes it. Replay is also project --from's reader.
 //   - C3 control vectors (testdata/c3/*.json): adapter-neutral sequences of
 //     pseudo-events played against the decision engine with a manual clock

@@ -7,39 +7,16 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/loopbackhost"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 )
-
-// Rules are what a kind accepts of a spec, as data its descriptor
-// declares: checkSpec reads them and never a kind's name.
-type Rules struct {
-	// PromptOptional: the kind runs without a task (a loop that reads its
-	// own).
-	PromptOptional bool
-	// NoOwnedSurface says why --tool-surface owned cannot be honoured
-	// (tool-surface-unsupported); "" when it can.
-	NoOwnedSurface string
-	// OwnedPrograms: --allow-program names the programs the owned
-	// surface's run entry may start, so it asks for that surface (the
-	// default verbs when there is no --catalogue). A kind without it reads
-	// the flag its own way (b10x: what a confined loop may start; codex
-	// refuses it, having no default verbs).
-	OwnedPrograms bool
-	// NoDecisions says why a decision mode the capabilities mark absent
-	// cannot be honoured (decisions-unsupported), and what to pass instead.
-	NoDecisions string
-	// Credentials maps each --credentials value the kind refuses to why,
-	// which the refusal (credentials-unsupported) puts after
-	// "--credentials VALUE ".
-	Credentials map[Credentials]string
-}
 
 // checkSpec refuses, before anything is started, every flag the kind cannot
 // honour and every combination that cannot mean what it says. The first
 // problem found is reported. It is pure: it reads only the spec and the
 // kind's descriptor.
-func checkSpec(s *Spec, d *Descriptor) error {
+func checkSpec(s *kind.Spec, d *kind.Descriptor) error {
 	rules := d.Rules
 	if !rules.PromptOptional && strings.TrimSpace(s.Prompt) == "" {
 		return exit.Refuse(RefuseNoPrompt, "run %s needs a task: pass -p TEXT or put the task after -- as the last argument", s.Kind)
@@ -63,21 +40,21 @@ func checkSpec(s *Spec, d *Descriptor) error {
 	if len(s.PluginDirs) > 0 {
 		return exit.Refuse(exit.RefuseNotBuilt, "--plugin-dir %s is not built yet: plugin copies into the scratch home wait for the plugin digest and the H1a declaration; run without it", s.PluginDirs[0])
 	}
-	if s.ToolSurface == SurfaceOwned && rules.NoOwnedSurface != "" {
-		return exit.Refuse(RefuseToolSurfaceUnsupported, "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
+	if s.ToolSurface == kind.SurfaceOwned && rules.NoOwnedSurface != "" {
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--tool-surface owned on %s: %s; drop the flag", s.Kind, rules.NoOwnedSurface)
 	}
-	if s.Catalogue != "" && s.ToolSurface == SurfaceNative {
+	if s.Catalogue != "" && s.ToolSurface == kind.SurfaceNative {
 		return exit.Refuse(mcpserve.RefuseNeedsOwnedSurface, "--catalogue %s beside --tool-surface native: a catalogue replaces the vendor's tools, which the native surface keeps; drop --tool-surface native", s.Catalogue)
 	}
 	if rules.OwnedPrograms && len(s.AllowProgs) > 0 {
-		if s.ToolSurface == SurfaceNative {
+		if s.ToolSurface == kind.SurfaceNative {
 			return exit.Refuse(RefuseAllowProgramNeedsOwnedSurface, "--allow-program %s beside --tool-surface native: the owned surface's run entry starts the programs, and the native surface keeps the vendor's own tools instead; drop --tool-surface native", s.AllowProgs[0])
 		}
 		if err := mcpserve.CheckPrograms(s.AllowProgs, true); err != nil {
 			return err
 		}
 	}
-	if d.Capabilities.Mode(s.Decisions) == Absent {
+	if d.Capabilities.Mode(s.Decisions) == kind.Absent {
 		return exit.Refuse(RefuseDecisionsUnsupported, "--decisions %s on %s: %s", s.Decisions, s.Kind, rules.NoDecisions)
 	}
 	if err := checkCredentials(s, rules); err != nil {
@@ -88,34 +65,19 @@ func checkSpec(s *Spec, d *Descriptor) error {
 	}
 	eventsKept := s.Events != "" || s.ArtifactsDir != "" || s.RecordsDir != ""
 	switch {
-	case s.Output == OutputFinal && !eventsKept:
+	case s.Output == kind.OutputFinal && !eventsKept:
 		return exit.Refuse(RefuseOutputFinalNeedsEvents, "--output final prints only the final answer on stdout, so the event stream needs a home: add --records-dir DIR or --events FILE (or run where the fleet names $%s)", EnvArtifactsDir)
-	case s.Output == OutputStatus && !eventsKept:
+	case s.Output == kind.OutputStatus && !eventsKept:
 		return exit.Refuse(RefuseOutputStatusNeedsRecords, "--output status prints one line naming the outcome, and the answer and the event stream need a home: add --records-dir DIR (or --events FILE, or run where the fleet names $%s)", EnvArtifactsDir)
 	}
 	if b := s.ThrottleBudget; b != nil && *b < 0 {
-		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v is negative; give how long one model request may wait out the upstream's throttles (0 waits none, the default is %v)", *b, defaultThrottleBudget)
+		return exit.Refuse(RefuseThrottleBudget, "--throttle-budget %v is negative; give how long one model request may wait out the upstream's throttles (0 waits none, the default is %v)", *b, kind.DefaultThrottleBudget)
 	}
 	return nil
 }
 
-// DefaultVerbs reports whether the run's owned surface is mcp-serve's
-// default verbs: no --catalogue, and --tool-surface owned or, on a kind
-// whose owned surface runs programs, --allow-program.
-func (r Rules) DefaultVerbs(s *Spec) bool {
-	return s.Catalogue == "" && (s.ToolSurface == SurfaceOwned || (r.OwnedPrograms && len(s.AllowProgs) > 0))
-}
-
-// DefaultSurface is the server of the default verbs a run starts: writable
-// (the child's cwd is a scratch tree or one it may write anyway, and every
-// write is decided like any call), with the declared programs behind the
-// run entry.
-func DefaultSurface(s *Spec) mcpserve.Options {
-	return mcpserve.Options{Writable: true, AllowPrograms: s.AllowProgs}
-}
-
-func checkCredentials(s *Spec, rules Rules) error {
-	viaProxy := s.Credentials == CredentialsLoopback
+func checkCredentials(s *kind.Spec, rules kind.Rules) error {
+	viaProxy := s.Credentials == kind.CredentialsLoopback
 	if why, ok := rules.Credentials[s.Credentials]; ok {
 		return exit.Refuse(RefuseCredentialsUnsupported, "--credentials %s %s", s.Credentials, why)
 	}

@@ -12,41 +12,8 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
-
-// FlagProber is a kind whose launch flags can be put to the vendor binary
-// without a model, a network or a credential, from the environment a launch
-// for callerHome would construct, inside scratch (an empty directory doctor
-// removes). It returns the flags it put and one fault per flag (or probe)
-// the binary did not take.
-type FlagProber interface {
-	ProbeFlags(ctx context.Context, binary, callerHome, scratch string) (checked, faults []string, err error)
-}
-
-// EnvChecker is a kind with doctor checks of its own that read the caller's
-// environment (b10x: the OS secret store --api-key-secret needs).
-type EnvChecker interface {
-	EnvChecks(ctx context.Context, getenv func(string) string) []Check
-}
-
-// Verdict is a check's outcome in doctor's report.
-type Verdict string
-
-const (
-	OK   Verdict = "ok"
-	Warn Verdict = "warn" // not a fault: something doctor could not check, said so
-	Fail Verdict = "fail" // a launch now would not be clean
-)
-
-// Check is one line of doctor's report, SPEC §3.3's
-// `ok|warn|fail <check>: <reason>`.
-type Check struct {
-	Verdict Verdict
-	Name    string
-	Reason  string
-}
-
-func (c Check) String() string { return string(c.Verdict) + " " + c.Name + ": " + c.Reason }
 
 // Doctor answers, before any run, whether a launch of k would be clean: the
 // binary on the child's PATH, its version against the pin, whether the
@@ -58,7 +25,7 @@ func (c Check) String() string { return string(c.Verdict) + " " + c.Name + ": " 
 // per line. Exit 0: no check
 // failed; 1: one did (a launch now would not be clean, or would be
 // refused); 2: doctor itself could not work (no scratch directory).
-func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string, out io.Writer) (exit.Code, error) {
+func Doctor(ctx context.Context, k kind.Kind, getenv func(string) string, self string, out io.Writer) (exit.Code, error) {
 	checks, err := doctorChecks(ctx, k, getenv, self)
 	if err != nil {
 		return exit.Refused, err
@@ -66,7 +33,7 @@ func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string
 	code := exit.OK
 	var b strings.Builder
 	for _, c := range checks {
-		if c.Verdict == Fail {
+		if c.Verdict == kind.Fail {
 			code = exit.Gap
 		}
 		b.WriteString(c.String() + "\n")
@@ -75,24 +42,24 @@ func Doctor(ctx context.Context, k Kind, getenv func(string) string, self string
 	return code, err
 }
 
-func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self string) ([]Check, error) {
+func doctorChecks(ctx context.Context, k kind.Kind, getenv func(string) string, self string) ([]kind.Check, error) {
 	callerHome := getenv("HOME")
 	d := k.Descriptor()
 	pins := strings.Join(d.Capabilities.VersionsPinned, ", ")
-	var checks []Check
-	add := func(s Verdict, name, format string, args ...any) {
-		checks = append(checks, Check{s, name, fmt.Sprintf(format, args...)})
+	var checks []kind.Check
+	add := func(s kind.Verdict, name, format string, args ...any) {
+		checks = append(checks, kind.Check{Verdict: s, Name: name, Reason: fmt.Sprintf(format, args...)})
 	}
-	childPath := ChildPath(callerHome)
+	childPath := kind.ChildPath(callerHome)
 	binary, err := lookPath(d.Binary, childPath)
 	if err != nil {
-		add(Fail, "binary", "%s", vendorMissing(d, err))
+		add(kind.Fail, "binary", "%s", vendorMissing(d, err))
 	} else {
-		add(OK, "binary", "%s, found on the child's PATH %s", binary, childPath)
+		add(kind.OK, "binary", "%s, found on the child's PATH %s", binary, childPath)
 	}
-	_, runner := k.(Runner)
+	_, runner := k.(kind.Runner)
 	if !runner {
-		add(Fail, "run", "run %s is not built yet, so a launch now is refused (not-built) and there is no launch whose flags to put to %s", d.Name, d.Binary)
+		add(kind.Fail, "run", "run %s is not built yet, so a launch now is refused (not-built) and there is no launch whose flags to put to %s", d.Name, d.Binary)
 	}
 	if binary != "" {
 		more, err := binaryChecks(ctx, k, binary, childPath, callerHome, pins, runner)
@@ -101,13 +68,13 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 		}
 		checks = append(checks, more...)
 	}
-	if ec, ok := k.(EnvChecker); ok {
+	if ec, ok := k.(kind.EnvChecker); ok {
 		checks = append(checks, ec.EnvChecks(ctx, getenv)...)
 	}
 	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		add(Fail, "loopback", "cannot bind 127.0.0.1 for the loopback proxy: %v", err)
+		add(kind.Fail, "loopback", "cannot bind 127.0.0.1 for the loopback proxy: %v", err)
 	} else {
-		add(OK, "loopback", "the proxy can bind %s", ln.Addr())
+		add(kind.OK, "loopback", "the proxy can bind %s", ln.Addr())
 		_ = ln.Close()
 	}
 	return append(checks, scratchCheck(getenv), confinementCheck(d, self)), nil
@@ -115,29 +82,29 @@ func doctorChecks(ctx context.Context, k Kind, getenv func(string) string, self 
 
 // scratchCheck says where the runs' scratch trees go, and reclaims the
 // trees dead runs left there, as a run does before making its own.
-func scratchCheck(getenv func(string) string) Check {
+func scratchCheck(getenv func(string) string) kind.Check {
 	dir, err := runtimeDir(map[string]string{envRuntimeDir: getenv(envRuntimeDir)})
 	if err != nil {
-		return Check{Fail, "scratch", exit.Line(err)}
+		return kind.Check{Verdict: kind.Fail, Name: "scratch", Reason: exit.Line(err)}
 	}
 	words := "scratch trees go in " + dir + ", which every confined child's view hides but for its own tree"
 	if dead := reclaimScratch(dir); len(dead) > 0 {
 		words += fmt.Sprintf("; reclaimed %d left by dead runs", len(dead))
 	}
-	return Check{OK, "scratch", words}
+	return kind.Check{Verdict: kind.OK, Name: "scratch", Reason: words}
 }
 
 // confinementCheck tries the confinement a run of d would make, or says
 // that d's child is not confined by metaharness.
-func confinementCheck(d *Descriptor, self string) Check {
+func confinementCheck(d *kind.Descriptor, self string) kind.Check {
 	if !d.Confined {
-		return Check{Warn, "confinement", fmt.Sprintf("not checked: metaharness does not confine the %s child (its own confinement is the kind's)", d.Name)}
+		return kind.Check{Verdict: kind.Warn, Name: "confinement", Reason: fmt.Sprintf("not checked: metaharness does not confine the %s child (its own confinement is the kind's)", d.Name)}
 	}
 	c, err := confine.Probe(self)
 	if err != nil {
-		return Check{Fail, "confinement", fmt.Sprintf("unavailable here: %v; a run would go on unconfined and attest H4, H6 and H12 as gaps, so --hermetic strict would fail", err)}
+		return kind.Check{Verdict: kind.Fail, Name: "confinement", Reason: fmt.Sprintf("unavailable here: %v; a run would go on unconfined and attest H4, H6 and H12 as gaps, so --hermetic strict would fail", err)}
 	}
-	return Check{OK, "confinement", "the child can be confined here: user, PID, mount and network namespaces, metaharness's own init, a fresh /proc and /dev, a listener inside the network namespace and a nested user namespace were all made; " + controlWords(c)}
+	return kind.Check{Verdict: kind.OK, Name: "confinement", Reason: "the child can be confined here: user, PID, mount and network namespaces, metaharness's own init, a fresh /proc and /dev, a listener inside the network namespace and a nested user namespace were all made; " + controlWords(c)}
 }
 
 // controlWords says which of the controls beyond the namespaces hold here.
@@ -155,8 +122,8 @@ func controlWords(c confine.Controls) string {
 
 // binaryChecks asks the binary found: its version against the pin, and, for
 // a built run whose kind can probe them, the launch's flags.
-func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pins string, runner bool) ([]Check, error) {
-	var checks []Check
+func binaryChecks(ctx context.Context, k kind.Kind, binary, childPath, callerHome, pins string, runner bool) ([]kind.Check, error) {
+	var checks []kind.Check
 	scratch, err := os.MkdirTemp("", "mh-doctor-")
 	if err != nil {
 		return nil, exit.Wrap(RefuseScratchUnavailable, err, "doctor needs a scratch HOME for the vendor under %s; set TMPDIR to a writable directory", os.TempDir())
@@ -169,18 +136,18 @@ func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pi
 	version, err := versionOf(ctx, binary, []string{"PATH=" + childPath, "HOME=" + home})
 	switch {
 	case err != nil:
-		checks = append(checks, Check{Fail, "version", fmt.Sprintf("the version of %s could not be read (%v), so it cannot be held to the pin (%s)", binary, err, pins)})
+		checks = append(checks, kind.Check{Verdict: kind.Fail, Name: "version", Reason: fmt.Sprintf("the version of %s could not be read (%v), so it cannot be held to the pin (%s)", binary, err, pins)})
 	case slices.Contains(k.Descriptor().Capabilities.VersionsPinned, version):
-		checks = append(checks, Check{OK, "version", fmt.Sprintf("%s, on the adapter's pin (%s)", version, pins)})
+		checks = append(checks, kind.Check{Verdict: kind.OK, Name: "version", Reason: fmt.Sprintf("%s, on the adapter's pin (%s)", version, pins)})
 	default:
-		checks = append(checks, Check{Fail, "version", fmt.Sprintf("%s is OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it", version, pins)})
+		checks = append(checks, kind.Check{Verdict: kind.Fail, Name: "version", Reason: fmt.Sprintf("%s is OFF the adapter's pin (%s); a run goes on with a VERSION_OFF_PIN warning, and --strict-version would refuse it", version, pins)})
 	}
 	if !runner {
 		return checks, nil
 	}
-	p, ok := k.(FlagProber)
+	p, ok := k.(kind.FlagProber)
 	if !ok {
-		return append(checks, Check{Warn, "flags", fmt.Sprintf("not checked: %s has no way to put the launch's flags to %s without a session", k.Descriptor().Name, binary)}), nil
+		return append(checks, kind.Check{Verdict: kind.Warn, Name: "flags", Reason: fmt.Sprintf("not checked: %s has no way to put the launch's flags to %s without a session", k.Descriptor().Name, binary)}), nil
 	}
 	probe := filepath.Join(scratch, "probe")
 	if err := os.Mkdir(probe, 0o700); err != nil {
@@ -189,12 +156,12 @@ func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pi
 	checked, bad, err := p.ProbeFlags(ctx, binary, callerHome, probe)
 	switch {
 	case err != nil:
-		checks = append(checks, Check{Fail, "flags", fmt.Sprintf("the probe could not run: %v", err)})
+		checks = append(checks, kind.Check{Verdict: kind.Fail, Name: "flags", Reason: fmt.Sprintf("the probe could not run: %v", err)})
 	case len(bad) == 0:
-		checks = append(checks, Check{OK, "flags", fmt.Sprintf("%s takes every flag the launch uses (%s)", binary, strings.Join(checked, " "))})
+		checks = append(checks, kind.Check{Verdict: kind.OK, Name: "flags", Reason: fmt.Sprintf("%s takes every flag the launch uses (%s)", binary, strings.Join(checked, " "))})
 	default:
 		for _, f := range bad {
-			checks = append(checks, Check{Fail, "flags", f})
+			checks = append(checks, kind.Check{Verdict: kind.Fail, Name: "flags", Reason: f})
 		}
 	}
 	return checks, nil
@@ -202,12 +169,12 @@ func binaryChecks(ctx context.Context, k Kind, binary, childPath, callerHome, pi
 
 // vendorMissing says that the kind's binary is not on the child's PATH
 // and how to put it there.
-func vendorMissing(d *Descriptor, err error) string {
+func vendorMissing(d *kind.Descriptor, err error) string {
 	return fmt.Sprintf("%v; %s", err, d.Install)
 }
 
 // vendorNotFound is the run's refusal when the kind's binary is not on the
 // child's PATH, with the same fix doctor prints.
-func vendorNotFound(d *Descriptor, err error) error {
+func vendorNotFound(d *kind.Descriptor, err error) error {
 	return exit.Refuse(RefuseVendorNotFound, "%s", vendorMissing(d, err))
 }

@@ -10,14 +10,15 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // unbuilt is a kind with a descriptor and nothing built.
 type unbuilt struct{}
 
-func (unbuilt) Descriptor() *Descriptor {
-	return &Descriptor{Name: "unbuilt", Binary: "unbuilt-cli", Install: "install it",
-		Capabilities: &Capabilities{VersionsPinned: []string{"1.2.3"}}}
+func (unbuilt) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "unbuilt", Binary: "unbuilt-cli", Install: "install it",
+		Capabilities: &kind.Capabilities{VersionsPinned: []string{"1.2.3"}}}
 }
 
 // TestDoctorLinesAreChecks: every line doctor prints is SPEC §3.3's

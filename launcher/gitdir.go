@@ -7,32 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/metaharness/metaharness/attest"
-	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/treepath"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // WarnGitDirNotBound: the --cwd is a git worktree whose .git file points
 // at a git directory outside it that metaharness does not bind into the
 // child's view; git cannot work there, and the warning says why.
 const WarnGitDirNotBound = "GIT_DIR_NOT_BOUND"
-
-// GitDirs are the git directories outside a --cwd worktree that git needs
-// to work there, as the child's view binds them. A linked worktree (git
-// worktree add, as a fleet's host makes them) has a .git file naming its
-// own directory, <common>/worktrees/<name>, and shares the repository's
-// common directory: git writes the worktree's index and HEAD in the
-// first, and objects, refs and their logs in the second when it commits.
-type GitDirs struct {
-	// GitDir is the worktree's own git directory, bound writable.
-	GitDir string `json:"git_dir"`
-	// Common is the repository's common directory, bound read-only (its
-	// config and hooks above all: what the operator's own git runs and
-	// obeys), with Writable bound writable inside it.
-	Common string `json:"common"`
-	// Writable are the directories of Common git writes to commit.
-	Writable []string `json:"writable"`
-}
 
 // gitWrites are the directories of a common directory git writes when it
 // commits in a linked worktree: new objects, the branch's ref and its log.
@@ -45,7 +27,7 @@ var gitWrites = []string{"objects", "refs", "logs"}
 // naming why when the file leads to nothing metaharness will bind: the
 // child writes cwd, so the file, and the back-links it names, are only
 // trusted when they agree with each other the way git leaves them.
-func findGitDirs(cwd string) (*GitDirs, error) {
+func findGitDirs(cwd string) (*kind.GitDirs, error) {
 	dotgit := filepath.Join(cwd, ".git")
 	fi, err := os.Lstat(dotgit)
 	if err != nil || !fi.Mode().IsRegular() {
@@ -94,7 +76,7 @@ func findGitDirs(cwd string) (*GitDirs, error) {
 	if err := looksLikeGitDir(commonDir, "HEAD", "objects", "refs"); err != nil {
 		return nil, fmt.Errorf("the common directory %s: %v", commonDir, err)
 	}
-	g := &GitDirs{GitDir: gitDir, Common: commonDir, Writable: []string{}}
+	g := &kind.GitDirs{GitDir: gitDir, Common: commonDir, Writable: []string{}}
 	for _, d := range gitWrites {
 		// A directory of its own, never a link that could lead the grant
 		// elsewhere.
@@ -151,35 +133,4 @@ func looksLikeGitDir(dir string, names ...string) error {
 		}
 	}
 	return nil
-}
-
-// bindGit puts g into c: the worktree's git directory and what git writes
-// to commit writable, the rest of the common directory read-only.
-func bindGit(c *confine.Spec, g *GitDirs) {
-	if g == nil {
-		return
-	}
-	c.ReadOnly = append(c.ReadOnly, g.Common)
-	c.Writable = append(c.Writable, g.Writable...)
-	c.Writable = append(c.Writable, g.GitDir)
-}
-
-// gitWords say, for H7, what of git's directories the child may write.
-func gitWords(g *GitDirs) string {
-	return fmt.Sprintf("; git: the worktree's .git names %s, one of the worktrees of the repository %s, so the child's view binds it writable, and of the repository %s writable (git writes a commit's objects, refs and their logs there, so the child can move any branch of the repository) and the rest, its config and hooks among it, read-only",
-		g.GitDir, g.Common, orNone(g.Writable))
-}
-
-func orNone(l []string) string {
-	if len(l) == 0 {
-		return "nothing"
-	}
-	return strings.Join(l, ", ")
-}
-
-// claimGit adds g to the H7 row of claim; nothing when there is none.
-func claimGit(claim *attest.Claim, g *GitDirs) {
-	if g != nil {
-		claim.Add(attest.H7, gitWords(g))
-	}
 }

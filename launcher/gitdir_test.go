@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/gitindex/gittest"
 	"github.com/metaharness/metaharness/internal/treepath"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // linkedWorktree is a repository with one commit and a linked worktree of
@@ -24,8 +24,7 @@ func linkedWorktree(t *testing.T) (repo, wt string) {
 
 // TestFindGitDirsLinkedWorktree: a linked worktree's git directory and
 // the repository's common directory, with the directories git writes to
-// commit; bound into a view, the common directory is read-only and those
-// writable.
+// commit (launcher/kind's TestBindGit binds them into a view).
 func TestFindGitDirsLinkedWorktree(t *testing.T) {
 	repo, wt := linkedWorktree(t)
 	g, err := findGitDirs(wt)
@@ -33,21 +32,10 @@ func TestFindGitDirsLinkedWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	common := filepath.Join(repo, ".git")
-	want := &GitDirs{GitDir: filepath.Join(common, "worktrees", "wt-1"), Common: common,
+	want := &kind.GitDirs{GitDir: filepath.Join(common, "worktrees", "wt-1"), Common: common,
 		Writable: []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}}
 	if g.GitDir != want.GitDir || g.Common != want.Common || !slices.Equal(g.Writable, want.Writable) {
 		t.Fatalf("got %+v, want %+v", g, want)
-	}
-	c := &confine.Spec{}
-	bindGit(c, g)
-	if !slices.Equal(c.ReadOnly, []string{common}) || !slices.Contains(c.Writable, want.GitDir) || !slices.Contains(c.Writable, filepath.Join(common, "refs")) || slices.Contains(c.Writable, common) {
-		t.Errorf("bound read-only %v, writable %v", c.ReadOnly, c.Writable)
-	}
-	words := gitWords(g)
-	for _, w := range []string{want.GitDir, "read-only", "can move any branch"} {
-		if !strings.Contains(words, w) {
-			t.Errorf("H7's words %q do not say %q", words, w)
-		}
 	}
 }
 

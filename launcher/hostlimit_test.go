@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // TestHostLimit: a limit met is named with its value, in place of the
@@ -27,13 +28,13 @@ func TestHostLimit(t *testing.T) {
 		err  error
 		want string // "" for no host limit
 	}{
-		{"open files", exit.Wrap(RefuseScratchWrite, &os.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}, "writing /x"), "metaharness's limit on open files (RLIMIT_NOFILE, ulimit -n: "},
+		{"open files", exit.Wrap(kind.RefuseScratchWrite, &os.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}, "writing /x"), "metaharness's limit on open files (RLIMIT_NOFILE, ulimit -n: "},
 		{"host's files", fmt.Errorf("a socket pair: %w", syscall.ENFILE), "the host's limit on open files (fs.file-max: "},
 		{"processes", fork(syscall.EAGAIN), "this user's limit on processes (RLIMIT_NPROC, ulimit -u: "},
 		{"processes inside", inside(syscall.EAGAIN), "this user's limit on processes"},
 		{"memory", fork(syscall.ENOMEM), "the memory a new process may have (ulimit -v: "},
 		{"namespaces", inside(syscall.ENOSPC), "this user's limit on namespaces (user.max_user_namespaces "},
-		{"a full disk", exit.Wrap(RefuseScratchWrite, &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, "writing /x"), ""},
+		{"a full disk", exit.Wrap(kind.RefuseScratchWrite, &os.PathError{Op: "write", Path: "/x", Err: syscall.ENOSPC}, "writing /x"), ""},
 		{"EAGAIN elsewhere", fmt.Errorf("reading: %w", syscall.EAGAIN), ""},
 		{"no errno", errors.New("no"), ""},
 		{"nil", nil, ""},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -54,7 +55,7 @@ type child struct {
 // sequences left out. The child's stdio are one-way unix sockets
 // (confine.OneWay), never pipes: nothing it starts can reopen its stdout
 // through /proc and write into the record.
-func spawnPlan(plan *Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
+func spawnPlan(plan *kind.Plan, stderr io.Writer) (*child, io.ReadCloser, error) {
 	c := &child{done: make(chan struct{}), copied: make(chan struct{})}
 	if plan.Confinement != nil {
 		var err error
@@ -266,16 +267,6 @@ func lookPath(name, path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%s is not an executable file on %s", name, path)
-}
-
-// ChildPath is the PATH a child gets: the caller's ~/.local/bin, then the
-// system directories. The vendor binary is looked up on it, so what runs is
-// what the caller installed, never whatever their shell PATH finds first.
-func ChildPath(callerHome string) string {
-	if callerHome == "" {
-		return "/usr/local/bin:/usr/bin:/bin"
-	}
-	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
 }
 
 // versionDeadline bounds "--version": the pinned vendors answer in well

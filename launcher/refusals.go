@@ -2,14 +2,14 @@ package launcher
 
 import "github.com/metaharness/metaharness/exit"
 
-// Refusal names of a run (exit 2). A kind's own are in launcher/<kind>.
+// Refusal names of a run (exit 2). Those a kind shares with the run are in
+// launcher/kind, a kind's own in launcher/<kind>.
 const (
 	// CheckSpec: a flag the kind cannot honour, or a combination that
 	// cannot mean what it says.
 	RefuseNoPrompt                      exit.Name = "no-prompt"
 	RefuseAddDirDenied                  exit.Name = "add-dir-denied"
 	RefuseScratchCWDNeedsCWD            exit.Name = "scratch-cwd-needs-cwd"
-	RefuseToolSurfaceUnsupported        exit.Name = "tool-surface-unsupported"
 	RefuseAllowProgramNeedsOwnedSurface exit.Name = "allow-program-needs-owned-surface"
 	RefuseDecisionsUnsupported          exit.Name = "decisions-unsupported"
 	RefuseCredentialsUnsupported        exit.Name = "credentials-unsupported"
@@ -46,17 +46,9 @@ const (
 	RefuseVendorNotFound exit.Name = "vendor-not-found"
 	RefuseVersionUnknown exit.Name = "version-unknown"
 	RefuseVersionOffPin  exit.Name = "version-off-pin"
-	// A kind's credential variable is not set (--credentials api-key).
-	RefuseAPIKeyMissing exit.Name = "api-key-missing"
-
-	// A kind's launch plan (exit 2, before the spawn), shared by the kinds
-	// whose plans refuse the same things.
-	RefuseEndpointWithCredential exit.Name = "endpoint-with-credential"
-	RefuseMemoryFileAboveCWD     exit.Name = "memory-file-above-cwd"
 
 	// Setting the run up failed.
 	RefuseScratchUnavailable exit.Name = "scratch-unavailable"
-	RefuseScratchWrite       exit.Name = "scratch-write"
 	RefuseMemoryWalk         exit.Name = "memory-walk"
 	RefuseDecisionSocket     exit.Name = "decision-socket"
 	RefuseSpawn              exit.Name = "spawn"

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -38,14 +39,14 @@ type IO struct {
 // wherever it lands: before the spawn the run refuses "stopped", after it
 // the child's whole process group is ended; either way the stream is
 // closed and the scratch tree removed.
-func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
+func Run(ctx context.Context, spec *kind.Spec, k kind.Kind, rio IO) (exit.Code, error) {
 	if rio.Log == nil {
 		rio.Log = zap.NewNop()
 	}
 	d := k.Descriptor()
 	r := &run{spec: spec, kind: k, d: d, io: rio}
-	r.runner, _ = k.(Runner)
-	r.checker, _ = k.(SpecChecker)
+	r.runner, _ = k.(kind.Runner)
+	r.checker, _ = k.(kind.SpecChecker)
 	ctx, r.stop = context.WithCancelCause(ctx)
 	defer r.stop(nil)
 	defer r.cleanup()
@@ -66,11 +67,11 @@ func Run(ctx context.Context, spec *Spec, k Kind, rio IO) (exit.Code, error) {
 var errStdoutClosed = errors.New("stdout was closed by its reader")
 
 type run struct {
-	spec    *Spec
-	kind    Kind
-	d       *Descriptor
-	runner  Runner      // nil: the kind's run loop is not built
-	checker SpecChecker // nil: the kind has no refusals of its own
+	spec    *kind.Spec
+	kind    kind.Kind
+	d       *kind.Descriptor
+	runner  kind.Runner      // nil: the kind's run loop is not built
+	checker kind.SpecChecker // nil: the kind has no refusals of its own
 	io      IO
 
 	in       inputs                  // what the checks read (run_checks.go)

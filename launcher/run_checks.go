@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 )
 
@@ -100,10 +101,10 @@ func (r *run) check(ctx context.Context) error {
 // results, so they come after the stream opens.
 func (r *run) checkControls() error {
 	s := r.spec
-	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.d.Capabilities.Tiers.Call != Absent, r.refusedWith); err != nil {
+	if err := frame.CheckControls(r.out.events, s.Kind, s.Decisions, r.in.frame != nil, r.d.Capabilities.Tiers.Call != kind.Absent, r.refusedWith); err != nil {
 		return err
 	}
-	if r.d.Capabilities.Mode(s.Decisions) != Delivered {
+	if r.d.Capabilities.Mode(s.Decisions) != kind.Delivered {
 		return exit.Refuse(RefuseDecisionsUnverified, "--decisions %s is %s on %s: this build has not driven it, so it refuses rather than over-claim; see `metaharness capabilities %s`",
 			s.Decisions, r.d.Capabilities.Mode(s.Decisions), s.Kind, s.Kind)
 	}
@@ -113,7 +114,7 @@ func (r *run) checkControls() error {
 // checkOutputPaths refuses, before anything starts, the places the run
 // writes only at its end: a session must not run to completion and then lose
 // its attestation or transcript to a path that was never usable.
-func checkOutputPaths(s *Spec) error {
+func checkOutputPaths(s *kind.Spec) error {
 	if err := checkSessionOutputs(s); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -16,7 +17,7 @@ import (
 // session is the fifth phase: the decision engine and the kind's session,
 // the decision channel, the spawn, and the kind's Drive until the child's
 // stdout ends; then the wind-up (run_windup.go).
-func (r *run) session(ctx context.Context, plan *Plan) (exit.Code, error) {
+func (r *run) session(ctx context.Context, plan *kind.Plan) (exit.Code, error) {
 	transcript, err := os.OpenFile(r.tree.transcript(), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return exit.Refused, err
@@ -40,7 +41,7 @@ func (r *run) session(ctx context.Context, plan *Plan) (exit.Code, error) {
 	defer stopped()
 
 	go r.readCommands(svc.eng)
-	terminal := svc.sess.Drive(ctx, Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
+	terminal := svc.sess.Drive(ctx, kind.Pipes{Stdin: c.Stdin(), Stdout: stdout, Transcript: transcript})
 	if in := c.Stdin(); in != nil {
 		_ = in.Close()
 	}
@@ -49,7 +50,7 @@ func (r *run) session(ctx context.Context, plan *Plan) (exit.Code, error) {
 
 // newServices makes the run's side of the kind seam: the decision engine
 // and the kind's session driving it.
-func (r *run) newServices(plan *Plan) (*services, error) {
+func (r *run) newServices(plan *kind.Plan) (*services, error) {
 	s := r.spec
 	svc := &services{r: r, plan: plan, wire: newWireCheck(r.proxy, r.kind, plan)}
 	var err error
@@ -76,7 +77,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 		return func() {}, nil
 	}
 	answer := svc.Decide
-	if a, ok := svc.sess.(Answerer); ok {
+	if a, ok := svc.sess.(kind.Answerer); ok {
 		answer = a.Answer
 	}
 	ln, err := decide.Listen(r.tree.socket)
@@ -94,7 +95,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 
 // spawn starts the plan's child and, when it has a network namespace of
 // its own, serves the proxy inside it.
-func (r *run) spawn(ctx context.Context, plan *Plan, svc *services) (*child, io.Reader, error) {
+func (r *run) spawn(ctx context.Context, plan *kind.Plan, svc *services) (*child, io.Reader, error) {
 	c, stdout, err := spawnPlan(plan, r.io.Stderr)
 	if err != nil {
 		return nil, nil, exit.Wrap(RefuseSpawn, err, "the vendor could not be started")
@@ -128,7 +129,7 @@ func (r *run) readCommands(eng *frame.Engine) {
 		return
 	}
 	// Blank lines too: they are numbered.
-	EachLine(r.io.Stdin, maxCommandLine, func(line []byte) { _ = eng.HandleLine(line) }, func() { eng.DropLongLine(maxCommandLine) })
+	kind.EachLine(r.io.Stdin, maxCommandLine, func(line []byte) { _ = eng.HandleLine(line) }, func() { eng.DropLongLine(maxCommandLine) })
 }
 
 // maxCommandLine bounds one stdin line: a frame.set carries a whole frame,
@@ -141,11 +142,11 @@ const maxCommandLine = 16 << 20
 // reads them (tool_invoke by the entry it names), so that the frame decides
 // what the call behind tool_invoke does.
 func (r *run) resolver() func(string, json.RawMessage) frame.Resolution {
-	kind := r.runner.Resolve(r.in.contract)
+	own := r.runner.Resolve(r.in.contract)
 	if !r.d.Rules.DefaultVerbs(r.spec) {
-		return kind
+		return own
 	}
-	surface := DefaultSurface(r.spec)
+	surface := kind.DefaultSurface(r.spec)
 	verbs := map[string]string{}
 	for _, v := range mcpserve.Verbs() {
 		verbs[r.d.CatalogueName(v)] = v
@@ -153,7 +154,7 @@ func (r *run) resolver() func(string, json.RawMessage) frame.Resolution {
 	return func(tool string, input json.RawMessage) frame.Resolution {
 		v, ok := verbs[tool]
 		if !ok {
-			return kind(tool, input)
+			return own(tool, input)
 		}
 		c := surface.Resolve(v, input)
 		res := frame.Resolution{Subjects: c.Subjects, Catalogue: c.Catalogue}

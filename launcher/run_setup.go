@@ -15,6 +15,7 @@ import (
 	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -39,7 +40,7 @@ func (t tree) transcript() string { return filepath.Join(t.root, "transcript.jso
 // setUp is the second phase: the scratch tree, whether the host can
 // confine the child, and the loopback proxy. What it made goes into the
 // world the plan reads.
-func (r *run) setUp(ctx context.Context) (*World, error) {
+func (r *run) setUp(ctx context.Context) (*kind.World, error) {
 	var err error
 	if r.tree.dir, err = runtimeDir(r.io.Env); err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 	if r.spec.Cwd != "" {
 		r.tree.cwd = r.spec.Cwd
 	}
-	w := &World{Env: r.io.Env, RuntimeDir: r.tree.dir, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
+	w := &kind.World{Env: r.io.Env, RuntimeDir: r.tree.dir, Scratch: r.tree.root, Self: r.io.Self, DecisionSocket: r.tree.socket, UID: os.Geteuid(), GID: os.Getegid(), NonDumpable: !confine.Dumpable()}
 	r.happened = append(r.happened, "the scratch tree was created")
 	if r.d.Confined && !r.spec.Unconfined {
 		if w.Controls, err = confinable(r.io.Self, r.io.Env, confine.Probe); err != nil {
@@ -86,9 +87,9 @@ func (r *run) setUp(ctx context.Context) (*World, error) {
 // beyond the run's own making: the vendor binary and its version, the
 // memory files around the cwd, the inputs as the kind hands them over,
 // and whatever the kind looks at in its binary (Observer).
-func (r *run) observe(ctx context.Context, w *World) error {
+func (r *run) observe(ctx context.Context, w *kind.World) error {
 	var err error
-	childPath := ChildPath(r.io.Env["HOME"])
+	childPath := kind.ChildPath(r.io.Env["HOME"])
 	if w.Binary, err = lookPath(r.d.Binary, childPath); err != nil {
 		return vendorNotFound(r.d, err)
 	}
@@ -116,10 +117,10 @@ func (r *run) observe(ctx context.Context, w *World) error {
 		w.CatalogueCopy = filepath.Join(r.tree.root, "catalogue.json")
 		w.CatalogueTools, w.CatalogueWrites = c.Published(), c.Writes()
 		for _, e := range c.Entries {
-			w.CatalogueDecls = append(w.CatalogueDecls, ToolDecl{Name: e.Published(), Summary: e.Summary, Input: e.InputSchema()})
+			w.CatalogueDecls = append(w.CatalogueDecls, kind.ToolDecl{Name: e.Published(), Summary: e.Summary, Input: e.InputSchema()})
 		}
 	}
-	if o, ok := r.kind.(Observer); ok {
+	if o, ok := r.kind.(kind.Observer); ok {
 		if err := o.Observe(ctx, r.spec, w); err != nil {
 			return err
 		}
@@ -171,7 +172,7 @@ func (r *run) checkCwdHoldsNoLaunch(binary, childPath string) error {
 // write is the fourth phase: the pure plan, held to the argument limits,
 // and everything it names written and read back (the scratch files, the
 // catalogue's copy) and put to the binary where the kind can (Preflighter).
-func (r *run) write(ctx context.Context, w *World) (*Plan, error) {
+func (r *run) write(ctx context.Context, w *kind.World) (*kind.Plan, error) {
 	plan, err := r.runner.Plan(r.spec, w)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (r *run) write(ctx context.Context, w *World) (*Plan, error) {
 	}
 	for _, d := range plan.Dirs {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, exit.Wrap(RefuseScratchWrite, err, "creating %s", d)
+			return nil, exit.Wrap(kind.RefuseScratchWrite, err, "creating %s", d)
 		}
 	}
 	if err := writeFiles(plan.Files); err != nil {
@@ -200,7 +201,7 @@ func (r *run) write(ctx context.Context, w *World) (*Plan, error) {
 	if err := stopped(ctx, "while the launch was planned and written"); err != nil {
 		return nil, err
 	}
-	if p, ok := r.kind.(Preflighter); ok {
+	if p, ok := r.kind.(kind.Preflighter); ok {
 		if err := p.Preflight(ctx, plan); err != nil {
 			return nil, err
 		}
@@ -224,23 +225,23 @@ func stopped(ctx context.Context, during string) error {
 // loopback, where it holds the token; under api-key, where the child's own
 // key passes through it; and under none with --model-endpoint, where it
 // attaches nothing. Only a kind whose child can be pointed at it.
-func proxied(s *Spec, k Kind) bool {
-	if _, ok := k.(LoopbackClient); !ok {
+func proxied(s *kind.Spec, k kind.Kind) bool {
+	if _, ok := k.(kind.LoopbackClient); !ok {
 		return false
 	}
-	return s.Credentials == CredentialsLoopback || s.Credentials == CredentialsAPIKey ||
-		s.Credentials == CredentialsNone && s.ModelEndpoint != ""
+	return s.Credentials == kind.CredentialsLoopback || s.Credentials == kind.CredentialsAPIKey ||
+		s.Credentials == kind.CredentialsNone && s.ModelEndpoint != ""
 }
 
 // noProxyWhy says why a run has no proxy (proxied is false).
-func noProxyWhy(s *Spec, k Kind) string {
-	if _, ok := k.(LoopbackClient); !ok {
+func noProxyWhy(s *kind.Spec, k kind.Kind) string {
+	if _, ok := k.(kind.LoopbackClient); !ok {
 		return s.Kind + " dials its model API itself"
 	}
 	return "--credentials none without --model-endpoint"
 }
 
-func (r *run) startProxy(w *World) error {
+func (r *run) startProxy(w *kind.World) error {
 	s := r.spec
 	upstream, tokenEnv := r.d.Upstream, r.d.TokenEnv
 	if s.ModelEndpoint != "" {
@@ -249,9 +250,9 @@ func (r *run) startProxy(w *World) error {
 	var src loopback.TokenSource
 	mode := loopback.AttachToken
 	switch s.Credentials {
-	case CredentialsAPIKey:
+	case kind.CredentialsAPIKey:
 		mode = loopback.PassThrough
-	case CredentialsNone:
+	case kind.CredentialsNone:
 		mode = loopback.NoCredential
 	default:
 		src = loopback.TokenSource{Env: s.TokenEnv, File: s.TokenFile, FD: s.TokenFD, Decode: r.d.TokenFile}
@@ -311,7 +312,7 @@ func (r *run) startProxy(w *World) error {
 	}
 	w.ProxyAddr = strings.TrimPrefix(p.BaseURL(), "http://")
 	w.GateAddr = strings.TrimPrefix(p.GateURL(), "http://")
-	lc, ok := r.kind.(LoopbackClient)
+	lc, ok := r.kind.(kind.LoopbackClient)
 	if !ok {
 		return fmt.Errorf("internal: --credentials loopback reached %s, which has no loopback environment; its rules refuse it", s.Kind)
 	}
@@ -330,10 +331,10 @@ func (r *run) startProxy(w *World) error {
 }
 
 // writeFiles writes the plan's scratch files with exclusive create.
-func writeFiles(files []File) error {
+func writeFiles(files []kind.File) error {
 	for _, f := range files {
 		if err := newfile.Write(f.Path, []byte(f.Content), os.FileMode(f.Mode)); err != nil {
-			return exit.Wrap(RefuseScratchWrite, err, "writing %s", f.Path)
+			return exit.Wrap(kind.RefuseScratchWrite, err, "writing %s", f.Path)
 		}
 	}
 	return nil

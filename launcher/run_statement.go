@@ -12,6 +12,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/provenance"
 	"github.com/metaharness/metaharness/record"
@@ -77,7 +78,7 @@ func (r *run) checkStatement() error {
 		}
 		st.inputs = append(st.inputs, sub)
 	}
-	if s.Output != OutputFinal {
+	if s.Output != kind.OutputFinal {
 		st.stdout = sha256.New()
 	}
 	r.statement = st

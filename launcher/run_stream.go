@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 	"go.uber.org/zap"
 )
@@ -50,7 +51,7 @@ func (r *run) endStream(wasStopped bool) {
 func (r *run) openEvents() error {
 	r.out.tap = &attest.Tap{}
 	sinks := []record.Sink{{Name: "the attestation's copy", W: r.out.tap}}
-	if r.spec.Output == OutputEvents || r.spec.Output == "" {
+	if r.spec.Output == kind.OutputEvents || r.spec.Output == "" {
 		sinks = append(sinks, record.Sink{Name: sinkStdout, W: r.io.Stdout})
 	}
 	sinks = append(sinks, r.statementSink()...)
@@ -106,7 +107,7 @@ func (r *run) emit(at *string, ev record.Event) {
 }
 
 // complete adds metaharness's own facts to the vendor's opening record.
-func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
+func (r *run) complete(ev *record.SessionStarted, plan *kind.Plan) {
 	if ev.HarnessVersion == nil && r.d.VersionFromProbe {
 		if v := r.vendorVersion(); v != "" {
 			ev.HarnessVersion = &v
@@ -126,6 +127,6 @@ func (r *run) complete(ev *record.SessionStarted, plan *Plan) {
 	}
 	if r.d.Rules.DefaultVerbs(r.spec) {
 		ev.Withheld = []record.Withheld{}
-		ev.AvailableOperations = DefaultSurface(r.spec).Operations()
+		ev.AvailableOperations = kind.DefaultSurface(r.spec).Operations()
 	}
 }

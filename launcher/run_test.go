@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -19,18 +19,20 @@ import (
 // unprovenKind is a kind whose descriptor marks ask mode unverified.
 type unprovenKind struct{}
 
-func (unprovenKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "claude", Binary: "none", Capabilities: &Capabilities{
-		Adapter:        AdapterName{ID: "claude", Class: "harness"},
-		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
-		DecisionModes:  map[string]Status{"frame": Delivered, "ask": Unverified},
+func (unprovenKind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "claude", Binary: "none", Capabilities: &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "claude", Class: "harness"},
+		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
+		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered, "ask": kind.Unverified},
 		VersionsPinned: []string{"1"},
 	}}
 }
-func (unprovenKind) Plan(*Spec, *World) (*Plan, error)         { return nil, errors.New("never planned") }
-func (unprovenKind) VendorTimeout() time.Duration              { return time.Minute }
-func (unprovenKind) CloseReason(*record.SessionEnded) string   { return record.ReasonError }
-func (unprovenKind) NewSession(*Spec, *Plan, Services) Session { return nil }
+func (unprovenKind) Plan(*kind.Spec, *kind.World) (*kind.Plan, error) {
+	return nil, errors.New("never planned")
+}
+func (unprovenKind) VendorTimeout() time.Duration                                  { return time.Minute }
+func (unprovenKind) CloseReason(*record.SessionEnded) string                       { return record.ReasonError }
+func (unprovenKind) NewSession(*kind.Spec, *kind.Plan, kind.Services) kind.Session { return nil }
 func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return nil
 }
@@ -38,7 +40,7 @@ func (unprovenKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) fr
 // TestRunRefusesAnUnverifiedMode: a decision mode the kind has not driven
 // is refused before anything starts, rather than over-claimed.
 func TestRunRefusesAnUnverifiedMode(t *testing.T) {
-	spec := &Spec{Kind: "claude", Prompt: "p", Decisions: "ask", Credentials: "none", Hermetic: "off"}
+	spec := &kind.Spec{Kind: "claude", Prompt: "p", Decisions: "ask", Credentials: "none", Hermetic: "off"}
 	var out strings.Builder
 	code, err := Run(context.Background(), spec, unprovenKind{}, IO{Stdout: &out, Stderr: io.Discard, Env: map[string]string{}})
 	var r *exit.Refusal
@@ -47,22 +49,6 @@ func TestRunRefusesAnUnverifiedMode(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("a refusal before any event wrote a stream: %q", out.String())
-	}
-}
-
-func TestReadBoundedDropsALongLine(t *testing.T) {
-	in := strings.Repeat("x", 300) + "\nshort\n"
-	br := bufio.NewReaderSize(strings.NewReader(in), 16)
-	line, long, err := readBounded(br, 100)
-	if !long || line != nil || err != nil {
-		t.Fatalf("long line: %q %v %v", line, long, err)
-	}
-	line, long, err = readBounded(br, 100)
-	if long || string(line) != "short\n" || err != nil {
-		t.Fatalf("next line: %q %v %v", line, long, err)
-	}
-	if _, _, err := readBounded(br, 100); err != io.EOF {
-		t.Fatalf("at the end: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 	"go.uber.org/zap"
 )
@@ -33,7 +34,7 @@ func (r *run) checkVersion(ctx context.Context, binary, childPath string) error 
 	// not find what the probe leaves in the child's HOME.
 	home := filepath.Join(r.tree.root, "version-probe")
 	if err := os.Mkdir(home, 0o700); err != nil {
-		return exit.Wrap(RefuseScratchWrite, err, "creating %s", home)
+		return exit.Wrap(kind.RefuseScratchWrite, err, "creating %s", home)
 	}
 	env := []string{"PATH=" + childPath, "HOME=" + home}
 	probe := func() (string, error) {

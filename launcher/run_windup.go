@@ -13,6 +13,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 	"go.uber.org/zap"
@@ -22,7 +23,7 @@ import (
 // pending are abandoned (before the terminal record, so the census counts
 // them), the proxy closes, the terminal record and stream.closed are
 // written, and the run concludes.
-func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
+func (r *run) windUp(ctx context.Context, plan *kind.Plan, svc *services, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
 	eng := svc.eng
 	_ = eng.Close()
 	r.closeProxy()
@@ -41,7 +42,7 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	if terminal != nil {
 		census := eng.Census()
 		census.NotOnWire = svc.wire.requestsDenied()
-		if rc, ok := svc.sess.(RecordChecker); ok {
+		if rc, ok := svc.sess.(kind.RecordChecker); ok {
 			census.NotOnRecord = rc.RequestsNotOnRecord()
 		}
 		terminal.Census = &census
@@ -65,7 +66,7 @@ func (r *run) windUp(ctx context.Context, plan *Plan, svc *services, process *re
 	if err := r.out.events.Close(reason, process); err != nil {
 		return exit.Refused, err
 	}
-	if rf, ok := svc.sess.(Refuser); ok {
+	if rf, ok := svc.sess.(kind.Refuser); ok {
 		if err := rf.Refusal(); err != nil {
 			return exit.Refused, err
 		}
@@ -90,7 +91,7 @@ func (r *run) closeProxy() {
 // attestation is written whatever went wrong after the session: a stopped
 // run, an auditor that could not give a verdict, a sink that failed, each
 // then exit 2, the document saying so.
-func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
+func (r *run) conclude(ctx context.Context, plan *kind.Plan, process *record.Process, terminal *record.SessionEnded) (exit.Code, error) {
 	transcriptPath := r.tree.transcript()
 	s := r.spec
 	if s.RetainDir != "" {
@@ -99,7 +100,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 		}
 	}
 	failed := len(r.out.events.Failures()) > 0
-	if r.spec.Output == OutputFinal && terminal != nil && terminal.FinalAnswer != nil {
+	if r.spec.Output == kind.OutputFinal && terminal != nil && terminal.FinalAnswer != nil {
 		if _, err := fmt.Fprintln(r.io.Stdout, terminal.FinalAnswer.Text); err != nil {
 			fmt.Fprintln(r.io.Stderr, exit.Line(exit.Refuse(RefuseStdoutClosed, "the final answer could not be written to stdout (%v); the run exits 2", err)))
 			failed = true
@@ -175,7 +176,7 @@ func (r *run) conclude(ctx context.Context, plan *Plan, process *record.Process,
 // unreachable upstream, exit 3.
 type upstreamStop struct {
 	loopback.UpstreamStop
-	credentials Credentials
+	credentials kind.Credentials
 }
 
 func (u *upstreamStop) Error() string { return u.What() }
@@ -205,7 +206,7 @@ func whichAnswer(rec loopback.Record) string {
 // event stream (whose LOOPBACK_UPSTREAM_QUOTA warning says the same).
 func (r *run) sayQuota(u *upstreamStop) {
 	line := u.line()
-	if r.spec.Output == OutputFinal || r.spec.Output == OutputStatus {
+	if r.spec.Output == kind.OutputFinal || r.spec.Output == kind.OutputStatus {
 		if _, err := fmt.Fprintln(r.io.Stdout, line); err == nil {
 			return
 		}
@@ -259,11 +260,11 @@ func (r *run) unknownLine(ctx context.Context, ev *attest.Evaluation, process *r
 }
 
 // keyWords say, by --credentials, whose key the upstream rejected.
-func keyWords(c Credentials) string {
+func keyWords(c kind.Credentials) string {
 	switch c {
-	case CredentialsAPIKey:
+	case kind.CredentialsAPIKey:
 		return "the key the child sent is not accepted; fix it, a retry with it is refused again"
-	case CredentialsNone:
+	case kind.CredentialsNone:
 		return "the upstream wants a key and --credentials none sends none; give one (--credentials loopback), a retry without is refused again"
 	}
 	return "the token the proxy attached is not accepted, and re-reading it changed nothing; fix the key, a retry with it is refused again"

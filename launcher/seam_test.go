@@ -13,6 +13,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -22,17 +23,17 @@ import (
 // answer back from stdout, as a JSON-RPC kind does.
 type conversingKind struct{ t *testing.T }
 
-func (conversingKind) Descriptor() *Descriptor {
-	return &Descriptor{Name: "echo", Binary: "cat", Capabilities: &Capabilities{
-		Adapter:        AdapterName{ID: "echo", Class: "harness"},
-		Commands:       map[string]CommandSupport{"tool.decide": Honoured, "interrupt": Honoured, "halt": Honoured},
-		DecisionModes:  map[string]Status{"frame": Delivered},
+func (conversingKind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{Name: "echo", Binary: "cat", Capabilities: &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "echo", Class: "harness"},
+		Commands:       map[string]kind.CommandSupport{"tool.decide": kind.Honoured, "interrupt": kind.Honoured, "halt": kind.Honoured},
+		DecisionModes:  map[string]kind.Status{"frame": kind.Delivered},
 		VersionsPinned: []string{"any"},
 	}}
 }
 
-func (conversingKind) Plan(s *Spec, w *World) (*Plan, error) {
-	return &Plan{Program: w.Binary, Env: []string{"PATH=/usr/bin:/bin"}, Dir: filepath.Join(w.Scratch, "work"), StdinPipe: true,
+func (conversingKind) Plan(s *kind.Spec, w *kind.World) (*kind.Plan, error) {
+	return &kind.Plan{Program: w.Binary, Env: []string{"PATH=/usr/bin:/bin"}, Dir: filepath.Join(w.Scratch, "work"), StdinPipe: true,
 		Attestation: record.Attestation{Mode: string(s.Hermetic), Decisions: string(s.Decisions)}}, nil
 }
 func (conversingKind) VendorTimeout() time.Duration            { return time.Minute }
@@ -40,18 +41,18 @@ func (conversingKind) CloseReason(*record.SessionEnded) string { return record.R
 func (conversingKind) Resolve(*mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
 	return func(string, json.RawMessage) frame.Resolution { return frame.Resolution{} }
 }
-func (k conversingKind) NewSession(_ *Spec, _ *Plan, run Services) Session {
+func (k conversingKind) NewSession(_ *kind.Spec, _ *kind.Plan, run kind.Services) kind.Session {
 	return &conversation{t: k.t, run: run}
 }
 
 type conversation struct {
 	t   *testing.T
-	run Services
+	run kind.Services
 }
 
 func (c *conversation) Control(record.Command) error { return nil }
 
-func (c *conversation) Drive(ctx context.Context, p Pipes) *record.SessionEnded {
+func (c *conversation) Drive(ctx context.Context, p kind.Pipes) *record.SessionEnded {
 	if p.Stdin == nil {
 		c.t.Error("a plan with StdinPipe gave the session no stdin")
 		return nil
@@ -84,7 +85,7 @@ func (c *conversation) Drive(ctx context.Context, p Pipes) *record.SessionEnded 
 // transcript, and the child's end is the session's.
 func TestRunCarriesAConversingChild(t *testing.T) {
 	retain := t.TempDir()
-	spec := &Spec{Kind: "echo", Prompt: "p", Decisions: frame.ModeFrame, Credentials: CredentialsNone, Hermetic: HermeticOff, RetainDir: retain}
+	spec := &kind.Spec{Kind: "echo", Prompt: "p", Decisions: frame.ModeFrame, Credentials: kind.CredentialsNone, Hermetic: kind.HermeticOff, RetainDir: retain}
 	var out strings.Builder
 	code, err := Run(context.Background(), spec, conversingKind{t}, IO{Stdout: &out, Stderr: io.Discard, Env: map[string]string{}})
 	if err != nil || code == exit.Refused {

@@ -9,6 +9,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -16,9 +17,9 @@ import (
 // services is the run's side of the seam (Services), for one session.
 type services struct {
 	r    *run
-	plan *Plan
+	plan *kind.Plan
 	eng  *frame.Engine
-	sess Session
+	sess kind.Session
 	wire *wireCheck
 
 	mu      sync.Mutex
@@ -30,7 +31,7 @@ type services struct {
 	srvErr error
 }
 
-var _ Services = (*services)(nil)
+var _ kind.Services = (*services)(nil)
 
 func (v *services) Engine() *frame.Engine { return v.eng }
 
@@ -60,7 +61,7 @@ func (v *services) Verify(req decide.Request) *record.Decision {
 	return d
 }
 
-func (v *services) Wire() *WireView { return v.wire.view }
+func (v *services) Wire() *kind.WireView { return v.wire.view }
 
 func (v *services) NotOnWire(what string) {
 	v.wire.noteMismatch()

@@ -13,6 +13,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
 	"github.com/metaharness/metaharness/internal/treepath"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -129,7 +130,7 @@ func checkNewFile(name exit.Name, f recordFile) error {
 
 // checkSessionOutputs refuses, before anything starts, a fleet's places
 // that the run could not write.
-func checkSessionOutputs(s *Spec) error {
+func checkSessionOutputs(s *kind.Spec) error {
 	if d := s.ArtifactsDir; d != "" {
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
 			return exit.Refuse(RefuseArtifactsDir, "$%s %s is not an existing directory; the fleet names a directory it made for this session", EnvArtifactsDir, d)
@@ -224,7 +225,7 @@ func (r *run) summarize(code exit.Code, err error) (exit.Code, error) {
 			code = exit.Refused
 		}
 	}
-	if s.Output == OutputStatus && !(code == exit.Quota && r.ended != nil) {
+	if s.Output == kind.OutputStatus && !(code == exit.Quota && r.ended != nil) {
 		o := r.outcome(code)
 		where := "no record was kept"
 		switch {
@@ -293,7 +294,7 @@ func absPath(p string) string {
 // writes it, and an embedder would read the agent's words as the run's.
 // A directory of records is refused as well when the tree lies inside it.
 // Paths are compared resolved, so that a link cannot hide the overlap.
-func checkRecordPlaces(s *Spec) error {
+func checkRecordPlaces(s *kind.Spec) error {
 	if s.Cwd == "" {
 		return nil
 	}

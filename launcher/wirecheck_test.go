@@ -10,6 +10,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/internal/decide"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -51,7 +52,7 @@ func wired(t *testing.T) *loopback.Proxy {
 // wireCall is the one tool call the model made.
 func wireCall(t *testing.T, p *loopback.Proxy) loopback.Call {
 	t.Helper()
-	for _, r := range (&WireView{p.Wire()}).Responses() {
+	for _, r := range kind.NewWireView(p.Wire()).Responses() {
 		for _, it := range r.Items {
 			if it.Call != nil {
 				return *it.Call
@@ -68,7 +69,7 @@ func wireCall(t *testing.T, p *loopback.Proxy) loopback.Call {
 func TestVerifyAnswersOnlyTheModelsCalls(t *testing.T) {
 	p := wired(t)
 	call := wireCall(t, p)
-	c := newWireCheck(p, nil, &Plan{})
+	c := newWireCheck(p, nil, &kind.Plan{})
 	if d, w := c.verify(decide.Request{Seam: record.SeamHook, CallID: call.ID, Tool: "Bash"}); d != nil || w != nil {
 		t.Fatalf("the model's own call was refused: %v %v", d, w)
 	}
@@ -84,7 +85,7 @@ func TestVerifyAnswersOnlyTheModelsCalls(t *testing.T) {
 	if got := c.undecided(); len(got) != 0 {
 		t.Errorf("the decided call was reported undecided: %v", got)
 	}
-	if got := newWireCheck(p, nil, &Plan{}).undecided(); len(got) != 1 || got[0].Code != attest.CallNotDecided {
+	if got := newWireCheck(p, nil, &kind.Plan{}).undecided(); len(got) != 1 || got[0].Code != attest.CallNotDecided {
 		t.Errorf("a call no seam decided: %v, want one %s", got, attest.CallNotDecided)
 	}
 }
@@ -92,12 +93,12 @@ func TestVerifyAnswersOnlyTheModelsCalls(t *testing.T) {
 // lineServices is a session's view of the run for RecordCheck: the wire,
 // and what was reported not on it.
 type lineServices struct {
-	Services
-	wire     *WireView
+	kind.Services
+	wire     *kind.WireView
 	reported []string
 }
 
-func (s *lineServices) Wire() *WireView       { return s.wire }
+func (s *lineServices) Wire() *kind.WireView  { return s.wire }
 func (s *lineServices) NotOnWire(what string) { s.reported = append(s.reported, what) }
 
 // TestRecordCheck: the vendor's lines stand where the wire holds them; a
@@ -106,11 +107,11 @@ func (s *lineServices) NotOnWire(what string) { s.reported = append(s.reported, 
 func TestRecordCheck(t *testing.T) {
 	p := wired(t)
 	call := wireCall(t, p)
-	rs := (&WireView{p.Wire()}).Responses()
+	rs := kind.NewWireView(p.Wire()).Responses()
 	msg := rs[1].ID
-	svc := &lineServices{wire: &WireView{p.Wire()}}
+	svc := &lineServices{wire: kind.NewWireView(p.Wire())}
 	last := func(rs []loopback.Response) *string { t := rs[len(rs)-1].Items[0].Text; return &t }
-	c := NewRecordCheck("the vendor", svc, func(loopback.Call, *record.ToolRequested) error { return nil }, last, "VENDOR_TEXT")
+	c := kind.NewRecordCheck("the vendor", svc, func(loopback.Call, *record.ToolRequested) error { return nil }, last, "VENDOR_TEXT")
 	sp := func(s string) *string { return &s }
 	f := false
 	for _, tc := range []struct {

@@ -13,7 +13,7 @@ import (
 )
 
 // The model APIs a proxy reads (Config.ModelAPI), by the names
-// launcher.Descriptor.ModelAPI and conformance/scripted use.
+// launcher/kind's Descriptor.ModelAPI and conformance/scripted use.
 const (
 	AnthropicMessages = "anthropic-messages"
 	OpenAIResponses   = "openai-responses"

@@ -17,7 +17,7 @@ import (
 // MaxLineBytes bounds one event line project reads. A projection holds one
 // line at a time, never the stream, so this is what bounds its memory for
 // the lines; a run writes no longer one (a vendor line past 32 MiB is
-// dropped unread, launcher.MaxVendorLine).
+// dropped unread, launcher/kind's MaxVendorLine).
 const MaxLineBytes = 64 << 20
 
 // Stream is an event stream and the name it is known by in errors. It is

@@ -134,11 +134,41 @@ var internalReaches = map[string][]string{
 	"internal/earlyentry": {"confine", "launcher/kinds/hooks"},
 }
 
+// The run (the orchestrator) and the seam, the one package of the run a
+// kind imports.
+const (
+	orchestrator = "launcher"
+	seam         = "launcher/kind"
+)
+
+// kindsOf are the kinds, each by its folder launcher/<kind>: every folder
+// below launcher/ that the kinds' tables import (a kind's hook program's
+// parent too), but the seam.
+func kindsOf(graph map[string][]string) []string {
+	var out []string
+	for _, table := range []string{"launcher/kinds", "launcher/kinds/hooks"} {
+		for _, q := range graph[table] {
+			parts := strings.Split(q, "/")
+			if len(parts) < 2 || parts[0] != orchestrator {
+				continue
+			}
+			k := orchestrator + "/" + parts[1]
+			if k != seam && k != "launcher/kinds" && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // TestLayering holds the house's layering, which no compiler checks: the
 // floor (attest) never links the proxy; only the kinds' tables and a
-// kind's own packages import a kind; the binary links nothing of testkit/;
-// internal/ holds leaves that reach no higher than record and exit; the
-// fleet client and its binary link nothing of the run.
+// kind's own packages import a kind; no kind links the run, only the seam
+// (launcher/kind), which links neither the run nor any kind; the binary
+// links nothing of testkit/; internal/ holds leaves that reach no higher
+// than record and exit; the fleet client and its binary link nothing of
+// the run.
 func TestLayering(t *testing.T) {
 	graph := ownImports(t)
 	for _, p := range linked(graph, "cmd/auto-harness") {
@@ -154,7 +184,23 @@ func TestLayering(t *testing.T) {
 			t.Errorf("cmd/metaharness links %s: testkit/ is never part of the release binary", p)
 		}
 	}
-	kinds := []string{"launcher/claude", "launcher/codex", "launcher/b10x"}
+	kinds := kindsOf(graph)
+	if len(kinds) == 0 {
+		t.Fatal("the kinds' tables (launcher/kinds, launcher/kinds/hooks) import no kind; is the walk reading them?")
+	}
+	for _, q := range linked(graph, seam) {
+		if q == orchestrator || slices.ContainsFunc(kinds, func(k string) bool { return under(q, k) }) {
+			t.Errorf("%s links %s: the seam is what the kinds import of the run, so it links neither the run nor a kind", seam, q)
+		}
+	}
+	for pkg := range graph {
+		if !slices.ContainsFunc(kinds, func(k string) bool { return under(pkg, k) }) {
+			continue
+		}
+		if slices.Contains(linked(graph, pkg), orchestrator) {
+			t.Errorf("%s links %s, the run: a kind imports %s, the run's side of the seam, and never the run itself", pkg, orchestrator, seam)
+		}
+	}
 	for pkg, imports := range graph {
 		for _, q := range imports {
 			for _, k := range kinds {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -15,8 +15,8 @@ type capabilitiesCmd struct {
 
 // descriptor is the kind's capabilities; the enum admits only the table's
 // kinds.
-func descriptor(kind string) *launcher.Capabilities {
-	k, _ := kinds.Lookup(kind)
+func descriptor(name string) *kind.Capabilities {
+	k, _ := kinds.Lookup(name)
 	return k.Descriptor().Capabilities
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/conformance/live"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 type conformanceCmd struct {
@@ -68,7 +68,7 @@ func (c *conformanceCmd) live(e *env) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
-	o, err := live.Run(context.Background(), c.Kind, self, launcher.SortedEnv(e.vars))
+	o, err := live.Run(context.Background(), c.Kind, self, kind.SortedEnv(e.vars))
 	if err != nil {
 		return exit.Refused, exit.Wrap(RefuseLiveUnavailable, err, "conformance --live could not set up its session")
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/metaharness/metaharness/conformance"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -44,17 +44,17 @@ type runFlag struct {
 // specView is a spec with each kind's own flags as plain fields, so that
 // every flag's field has an index path.
 type specView struct {
-	launcher.Spec
+	kind.Spec
 	Flags kinds.Flags
 }
 
-func viewOf(s launcher.Spec) specView {
+func viewOf(s kind.Spec) specView {
 	v := specView{Spec: s, Flags: kinds.FlagsOf(&s)}
 	v.KindFlags = nil
 	return v
 }
 
-func (v specView) spec() launcher.Spec {
+func (v specView) spec() kind.Spec {
 	s := v.Spec
 	s.KindFlags = v.Flags.Given()
 	return s
@@ -68,7 +68,7 @@ func (f runFlag) given(tok string) bool {
 }
 
 // specOf parses a run command line and maps it onto its Spec.
-func specOf(t *testing.T, args ...string) *launcher.Spec {
+func specOf(t *testing.T, args ...string) *kind.Spec {
 	t.Helper()
 	var c cli
 	p, err := kong.New(&c, kong.Name("metaharness"), vars(), kong.Exit(func(int) { t.Fatalf("%q asked kong to exit", args) }))
@@ -127,7 +127,7 @@ func changedFields(a, b reflect.Value, path []int) [][]int {
 
 // runFlags reads run's flags off the kong model, each with the Spec fields
 // it sets (found by parsing a sample value: no hand list).
-func runFlags(t *testing.T) (map[string]runFlag, *launcher.Spec) {
+func runFlags(t *testing.T) (map[string]runFlag, *kind.Spec) {
 	t.Helper()
 	var run *kong.Node
 	for _, n := range model(t).Leaves(true) {
@@ -150,7 +150,7 @@ func runFlags(t *testing.T) (map[string]runFlag, *launcher.Spec) {
 		}
 		rf := runFlag{flag: f, fields: changedFields(reflect.ValueOf(viewOf(*base)), reflect.ValueOf(viewOf(*s)), nil)}
 		if len(rf.fields) == 0 {
-			t.Errorf("%s sets no field of launcher.Spec: a flag the run never sees", rf.name())
+			t.Errorf("%s sets no field of kind.Spec: a flag the run never sees", rf.name())
 		}
 		flags[rf.name()] = rf
 	}
@@ -162,7 +162,7 @@ func runFlags(t *testing.T) (map[string]runFlag, *launcher.Spec) {
 
 // alternatives are the values a field may take instead of the vector's:
 // the flag's default and, for an enum, each of its values.
-func alternatives(f runFlag, base *launcher.Spec, path []int) []reflect.Value {
+func alternatives(f runFlag, base *kind.Spec, path []int) []reflect.Value {
 	def := reflect.ValueOf(viewOf(*base)).FieldByIndex(path)
 	out := []reflect.Value{def}
 	if f.flag.Enum == "" {
@@ -181,7 +181,7 @@ func outcome(v *conformance.C1Vector) []byte {
 		return nil
 	}
 	b, _ := json.Marshal(struct {
-		P *launcher.Plan
+		P *kind.Plan
 		R *conformance.C1Refusal
 	}{p, r})
 	return b
@@ -189,7 +189,7 @@ func outcome(v *conformance.C1Vector) []byte {
 
 // c1Covered checks every vector's covers claims and returns the pairs
 // (flag, kind) they prove.
-func c1Covered(t *testing.T, flags map[string]runFlag, base *launcher.Spec) map[[2]string]string {
+func c1Covered(t *testing.T, flags map[string]runFlag, base *kind.Spec) map[[2]string]string {
 	files, err := filepath.Glob(filepath.Join(c1Vectors, "*", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no C1 vectors under %s: %v", c1Vectors, err)

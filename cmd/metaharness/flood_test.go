@@ -2,14 +2,13 @@ package main
 
 import (
 	"bytes"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/metaharness/metaharness/launcher"
 )
 
 // floodClaude is a stand-in Claude Code that, between its opening record
@@ -106,8 +105,8 @@ func TestFloodsMoveLittle(t *testing.T) {
 		boundMiB   int64
 	}{
 		{"socket", `"code":"DECISION_CHANNEL_REFUSED"`, 64},
-		{"stdout-104857600", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * launcher.MaxVendorLine >> 20},
-		{"stdout-314572800", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * launcher.MaxVendorLine >> 20},
+		{"stdout-104857600", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * kind.MaxVendorLine >> 20},
+		{"stdout-314572800", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * kind.MaxVendorLine >> 20},
 	} {
 		peak, stdout, stderr := run(c.mode)
 		peaks[c.mode] = peak

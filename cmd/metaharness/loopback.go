@@ -13,7 +13,7 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/telemetry"
@@ -126,12 +126,12 @@ func (c *loopbackCmd) run(e *env) (exit.Code, error) {
 	// A kind that cannot use this proxy (codex on a unix socket) is left out.
 	for _, k := range kinds.All() {
 		name := k.Descriptor().Name
-		if lc, ok := k.(launcher.LoopbackClient); ok {
+		if lc, ok := k.(kind.LoopbackClient); ok {
 			if env, err := lc.LoopbackEnv(p); err == nil {
 				started.Env[name] = env
 			}
 		}
-		if mp, ok := k.(launcher.ModelProvider); ok {
+		if mp, ok := k.(kind.ModelProvider); ok {
 			if id, config, err := mp.LoopbackProvider(p); err == nil {
 				started.ModelProviders[name] = modelProvider{ID: id, Config: config}
 			}

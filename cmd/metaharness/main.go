@@ -55,7 +55,7 @@ type env struct {
 // getenv is one variable of the caller's environment, "" when unset.
 func (e *env) getenv(k string) string { return e.vars[k] }
 
-// environ is the caller's environment as a map, for the launcher's World.
+// environ is the caller's environment as a map, for the run's kind.World.
 func (e *env) environ() map[string]string { return maps.Clone(e.vars) }
 
 // envMap reads KEY=VALUE entries (os.Environ's form); a later entry wins.

@@ -12,7 +12,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/newfile"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/traceir"
@@ -38,7 +38,7 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 	case len(c.Events) == 2 && c.Out != "":
 		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
 	}
-	var from launcher.Replayer
+	var from kind.Replayer
 	if c.From != "" {
 		var ok bool
 		if from, ok = kinds.ByRecordFormat(c.From); !ok {
@@ -86,7 +86,7 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 // stream's length); a raw record (--from) is read whole, at most
 // traceir.MaxRecordBytes, and replayed through its kind's reader into a
 // stream in memory, whose document's digest is the raw record's.
-func (c *projectCmd) open(path string, from launcher.Replayer) (*traceir.Stream, traceir.Source, func(), error) {
+func (c *projectCmd) open(path string, from kind.Replayer) (*traceir.Stream, traceir.Source, func(), error) {
 	src := traceir.Source{Format: record.EventFormat}
 	if from == nil {
 		f, fi, err := inputfile.Open(path)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
@@ -67,11 +68,11 @@ var unreachable = map[exit.Name]func() (bool, string){
 	},
 	launcher.RefuseDecisionsUnsupported: func() (bool, string) {
 		for _, k := range kinds.All() {
-			if _, built := k.(launcher.Runner); !built {
+			if _, built := k.(kind.Runner); !built {
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
-				if s == launcher.Absent {
+				if s == kind.Absent {
 					return false, "run " + k.Descriptor().Name + " is built and --decisions " + mode + " is absent there"
 				}
 			}
@@ -80,11 +81,11 @@ var unreachable = map[exit.Name]func() (bool, string){
 	},
 	launcher.RefuseDecisionsUnverified: func() (bool, string) {
 		for _, k := range kinds.All() {
-			if _, built := k.(launcher.Runner); !built {
+			if _, built := k.(kind.Runner); !built {
 				continue
 			}
 			for mode, s := range k.Descriptor().Capabilities.DecisionModes {
-				if s == launcher.Unverified {
+				if s == kind.Unverified {
 					return false, "run " + k.Descriptor().Name + " is built and --decisions " + mode + " is unverified there"
 				}
 			}

@@ -19,54 +19,55 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 
-// runCmd is `run <KIND>`: every flag maps 1:1 onto launcher.Spec.
+// runCmd is `run <KIND>`: every flag maps 1:1 onto kind.Spec.
 type runCmd struct {
 	Kind     string       `arg:"" enum:"${kinds}" help:"The kind: ${kinds_or}."`
 	Hermetic hermeticFlag `default:"off" help:"The recorded mode: off (the default), on (a bare --hermetic) or strict; the controls are imposed whichever it is. strict owes an audit (as --audit) that fails the run, exit 1, on any gating row that is not ok."`
 	Audit    bool         `help:"Print the audit report on stderr and let its verdict set the exit code."`
 	Prompt   string       `short:"p" help:"The task. Also accepted as the last argument after --."`
 
-	Frame       string               `help:"A sealed metaharness.frame/1 document that decides each tool call (docs/frames.md). Default: none, and under --decisions frame every call is left to the vendor's own pipeline with a NO_FRAME_IN_FORCE warning." type:"path"`
-	Decisions   frame.Mode           `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: frame (the default: the --frame), ask (the embedder, tool.decide commands on stdin, bounded by the frame if one is given) or observe (nobody; no frame)."`
-	ToolSurface launcher.ToolSurface `enum:",native,owned" default:"" help:"native (the default without --catalogue): the vendor's own tools; owned (the default with --catalogue): only metaharness's server, with the catalogue's entries or the default verbs."`
-	Catalogue   string               `help:"A tool contract (YAML or JSON, docs/catalogues.md): the model gets exactly these tools." type:"path"`
-	StrictCat   bool                 `name:"strict-catalogue" help:"Refuse a --catalogue with an entry this build performs none of (catalogue-entry-not-performed), instead of a warning on stderr."`
-	AllowProg   []string             `name:"allow-program" sep:"none" help:"A program the owned surface's run entry may start (repeatable)."`
+	Frame       string           `help:"A sealed metaharness.frame/1 document that decides each tool call (docs/frames.md). Default: none, and under --decisions frame every call is left to the vendor's own pipeline with a NO_FRAME_IN_FORCE warning." type:"path"`
+	Decisions   frame.Mode       `enum:"frame,ask,observe" default:"frame" help:"Who decides tool calls: frame (the default: the --frame), ask (the embedder, tool.decide commands on stdin, bounded by the frame if one is given) or observe (nobody; no frame)."`
+	ToolSurface kind.ToolSurface `enum:",native,owned" default:"" help:"native (the default without --catalogue): the vendor's own tools; owned (the default with --catalogue): only metaharness's server, with the catalogue's entries or the default verbs."`
+	Catalogue   string           `help:"A tool contract (YAML or JSON, docs/catalogues.md): the model gets exactly these tools." type:"path"`
+	StrictCat   bool             `name:"strict-catalogue" help:"Refuse a --catalogue with an entry this build performs none of (catalogue-entry-not-performed), instead of a warning on stderr."`
+	AllowProg   []string         `name:"allow-program" sep:"none" help:"A program the owned surface's run entry may start (repeatable)."`
 
-	Credentials   launcher.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (the default: the child holds a placeholder, the proxy attaches the real token), api-key (the child gets the vendor's key variable from this environment) or none (no credential; with --model-endpoint the proxy still fronts the model). operator-login is not built and is refused."`
-	TokenEnv      string               `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
-	TokenFile     string               `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
-	TokenFD       *int                 `name:"token-fd" placeholder:"N" help:"Under loopback, an inherited descriptor (3 or above) carrying the real token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
-	Hide          []string             `sep:"none" placeholder:"PATH" help:"A path of the host the child's view reads as empty, beside what metaharness hides itself (repeatable; also $METAHARNESS_HIDE, colon-separated): another run's token file, a secret outside HOME."`
-	Unconfined    bool                 `help:"Run the child without the namespaces that confine it (no hidden paths, no network namespace). The attestation names the choice as gaps on H4, H6 and H12, so --hermetic strict fails."`
-	AllowEgress   []string             `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
-	Model         string               `help:"The model name passed to the vendor (default: the vendor's own; on codex, its bundle's default slug)."`
-	ModelEndpoint string               `help:"The model API's root URL (https, or a loopback http URL), the proxy's upstream (default: the vendor's own API, https://api.anthropic.com or https://api.openai.com)."`
-	Effort        string               `help:"The vendor's effort level (default: the vendor's own)."`
-	MaxTurns      int                  `help:"Stop after this many turns (claude, b10x; default: no bound)."`
-	MaxBudgetUSD  string               `name:"max-budget-usd" help:"Stop at this spend in US dollars (claude; default: no bound)."`
+	Credentials   kind.Credentials `enum:"none,api-key,loopback,operator-login" default:"loopback" help:"How the child reaches the model: loopback (the default: the child holds a placeholder, the proxy attaches the real token), api-key (the child gets the vendor's key variable from this environment) or none (no credential; with --model-endpoint the proxy still fronts the model). operator-login is not built and is refused."`
+	TokenEnv      string           `help:"Under loopback, the environment variable holding the real token (default: ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex)."`
+	TokenFile     string           `help:"Under loopback, a file holding the real token (trimmed; re-read on an upstream 401)." type:"path"`
+	TokenFD       *int             `name:"token-fd" placeholder:"N" help:"Under loopback, an inherited descriptor (3 or above) carrying the real token: read once to its first newline or end, then closed. The safest source: nothing on disk or in an environment."`
+	Hide          []string         `sep:"none" placeholder:"PATH" help:"A path of the host the child's view reads as empty, beside what metaharness hides itself (repeatable; also $METAHARNESS_HIDE, colon-separated): another run's token file, a secret outside HOME."`
+	Unconfined    bool             `help:"Run the child without the namespaces that confine it (no hidden paths, no network namespace). The attestation names the choice as gaps on H4, H6 and H12, so --hermetic strict fails."`
+	AllowEgress   []string         `sep:"none" help:"Under loopback, a host the egress gate lets the child reach (repeatable; none by default)."`
+	Model         string           `help:"The model name passed to the vendor (default: the vendor's own; on codex, its bundle's default slug)."`
+	ModelEndpoint string           `help:"The model API's root URL (https, or a loopback http URL), the proxy's upstream (default: the vendor's own API, https://api.anthropic.com or https://api.openai.com)."`
+	Effort        string           `help:"The vendor's effort level (default: the vendor's own)."`
+	MaxTurns      int              `help:"Stop after this many turns (claude, b10x; default: no bound)."`
+	MaxBudgetUSD  string           `name:"max-budget-usd" help:"Stop at this spend in US dollars (claude; default: no bound)."`
 
 	Cwd        string   `help:"Run the child in this tree (it may write there); trades the H7 and H11 rows." type:"path"`
 	ScratchCwd bool     `help:"With --cwd: the directory is the embedder's disposable copy."`
 	Context    []string `sep:"none" help:"A file beneath --cwd, tracked by git, handed to the model as reference data (repeatable)."`
 
-	StrictVersion  bool            `help:"Refuse before the spawn when the vendor binary is off the pin."`
-	RetainDir      string          `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
-	Auditor        *string         `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
-	Spec           *string         `help:"The document the auditor checks the transcript against."`
-	Output         launcher.Output `enum:"events,final,status" default:"events" help:"stdout carries the event stream (events, the default), only the final answer (final), or one line naming the outcome and where the records are (status: no word of the model's on stdout); final and status need --records-dir or --events."`
-	Events         string          `help:"Also write the event stream to this file." type:"path"`
-	Attestation    string          `help:"Write the session's attestation (JSON) to this file." type:"path"`
-	RecordsDir     string          `name:"records-dir" placeholder:"DIR" help:"An existing directory where each run makes one new directory of its own, named by its run id, holding its event stream, attestation, in-toto statement and run summary: one fixed argv for every session of a fleet. $HARNESS_ARTIFACTS_DIR and $HARNESS_OUTPUT_FILE, where a host daemon sets them, win." type:"path"`
-	ThrottleBudget *time.Duration  `name:"throttle-budget" placeholder:"DURATION" help:"How long one model request may wait out the upstream's 429 throttles (its Retry-After, else a doubling backoff from 1s; at most 8 retries) before the run stops on the 429 with exit 4; a longer wait asked, an account out of credit and an error inside a stream stop at once. 0 waits none. Default 1m0s; needs the loopback proxy."`
-	Statement      string          `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
-	OTLPEndpoint   string          `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
-	SignKey        string          `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
-	PluginDir      []string        `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
-	AddDir         []string        `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
+	StrictVersion  bool           `help:"Refuse before the spawn when the vendor binary is off the pin."`
+	RetainDir      string         `help:"Copy the raw vendor transcript here when the run ends." type:"path"`
+	Auditor        *string        `help:"An external auditor: an argv prefix run after the session with --spec and --transcript."`
+	Spec           *string        `help:"The document the auditor checks the transcript against."`
+	Output         kind.Output    `enum:"events,final,status" default:"events" help:"stdout carries the event stream (events, the default), only the final answer (final), or one line naming the outcome and where the records are (status: no word of the model's on stdout); final and status need --records-dir or --events."`
+	Events         string         `help:"Also write the event stream to this file." type:"path"`
+	Attestation    string         `help:"Write the session's attestation (JSON) to this file." type:"path"`
+	RecordsDir     string         `name:"records-dir" placeholder:"DIR" help:"An existing directory where each run makes one new directory of its own, named by its run id, holding its event stream, attestation, in-toto statement and run summary: one fixed argv for every session of a fleet. $HARNESS_ARTIFACTS_DIR and $HARNESS_OUTPUT_FILE, where a host daemon sets them, win." type:"path"`
+	ThrottleBudget *time.Duration `name:"throttle-budget" placeholder:"DURATION" help:"How long one model request may wait out the upstream's 429 throttles (its Retry-After, else a doubling backoff from 1s; at most 8 retries) before the run stops on the 429 with exit 4; a longer wait asked, an account out of credit and an error inside a stream stop at once. 0 waits none. Default 1m0s; needs the loopback proxy."`
+	Statement      string         `placeholder:"FILE" help:"Write the run's in-toto statement (a DSSE envelope: the digests of its records and inputs, its verdicts) to this file when it ends; audit --verify checks it." type:"path"`
+	OTLPEndpoint   string         `name:"otlp-endpoint" placeholder:"URL" help:"Export the run as one OpenTelemetry trace to this collector (OTLP; https, or http on loopback; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS). No prompt, text or file content by default; the end waits at most 2 s for it."`
+	SignKey        string         `placeholder:"KEY" help:"Sign the statement with this PEM private key (ed25519 or ECDSA P-256, mode 0600); the child's view reads it as empty. Without it the statement is unsigned and says so." type:"path"`
+	PluginDir      []string       `sep:"none" help:"A plugin directory to copy into the scratch home: not built, and refused (not-built)." type:"path"`
+	AddDir         []string       `sep:"none" hidden:"" help:"Refused: the child is never granted a directory beyond its cwd."`
 
 	Kinds kinds.Flags `embed:""`
 
@@ -101,14 +102,14 @@ func (h *hermeticFlag) Decode(ctx *kong.DecodeContext) error {
 	return nil
 }
 
-// spec maps the flags onto the launcher's Spec.
-func (c *runCmd) spec() (*launcher.Spec, error) {
+// spec maps the flags onto a kind.Spec.
+func (c *runCmd) spec() (*kind.Spec, error) {
 	prompt, auditorArgs, err := c.trailing()
 	if err != nil {
 		return nil, err
 	}
-	return &launcher.Spec{
-		Kind: c.Kind, Prompt: prompt, Hermetic: launcher.Hermetic(c.Hermetic), Audit: c.Audit,
+	return &kind.Spec{
+		Kind: c.Kind, Prompt: prompt, Hermetic: kind.Hermetic(c.Hermetic), Audit: c.Audit,
 		Frame: c.Frame, Decisions: c.Decisions, ToolSurface: c.ToolSurface,
 		Catalogue: c.Catalogue, StrictCatalogue: c.StrictCat, AllowProgs: c.AllowProg,
 		Credentials: c.Credentials, TokenEnv: c.TokenEnv, TokenFile: c.TokenFile, TokenFD: c.TokenFD,

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/contextfile"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // longFlag is a long option as clap's help lists it.
@@ -31,7 +31,7 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "run", "--help")
-	cmd.Env = []string{"PATH=" + launcher.ChildPath(callerHome), "XDG_CONFIG_HOME=" + filepath.Join(scratch, "config")}
+	cmd.Env = []string{"PATH=" + kind.ChildPath(callerHome), "XDG_CONFIG_HOME=" + filepath.Join(scratch, "config")}
 	cmd.Dir = scratch
 	out, err := cmd.Output()
 	if err != nil {
@@ -54,18 +54,18 @@ func EmittedFlags() ([]string, error) {
 	flags := Flags{Hooks: "/h", Driver: "/d", SubstrateEmbedded: true, CgroupRoot: "/c", Toolchain: "t",
 		Prices: "/p", WriteScope: []string{"**=allowed"}, ScopeAnnounce: "silent", ProcessWriteSubtree: []string{"d"},
 		ModelWire: Wires[0]}
-	base := launcher.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: launcher.CredentialsAPIKey,
+	base := kind.Spec{Kind: name, Prompt: "doctor", Decisions: "observe", Hermetic: "off", Credentials: kind.CredentialsAPIKey,
 		Model: "doctor-probe", ModelEndpoint: "https://example.invalid", MaxTurns: 1, AllowProgs: []string{"cargo"}}
 	secret, subFile, subEnv := base, base, base
 	secretFlags, subFileFlags, subEnvFlags := flags, flags, flags
 	secretFlags.APIKeySecret, secretFlags.SubstrateEmbedded, secretFlags.Substrate, secretFlags.Toolchain = "doctor", false, "/s", ""
-	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = launcher.CredentialsNone, "/t", "/a"
-	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = launcher.CredentialsNone, "DOCTOR_TOKEN"
+	subFile.Credentials, subFileFlags.SubscriptionTokenFile, subFileFlags.SubscriptionTokenPointer = kind.CredentialsNone, "/t", "/a"
+	subEnv.Credentials, subEnvFlags.SubscriptionTokenEnv = kind.CredentialsNone, "DOCTOR_TOKEN"
 	base.KindFlags, secret.KindFlags, subFile.KindFlags, subEnv.KindFlags = &flags, &secretFlags, &subFileFlags, &subEnvFlags
-	w := &launcher.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
+	w := &kind.World{Env: map[string]string{KeyEnv: "doctor", "DOCTOR_TOKEN": "doctor"}, Scratch: "/scratch", Binary: "b10x-harness",
 		ContextFiles: []contextfile.File{{Path: "a.md", Text: "doctor"}}}
 	var out []string
-	for _, s := range []launcher.Spec{base, secret, subFile, subEnv} {
+	for _, s := range []kind.Spec{base, secret, subFile, subEnv} {
 		p, err := Plan(&s, w)
 		if err != nil {
 			return nil, fmt.Errorf("planning the widest launch: %w", err)
@@ -85,8 +85,8 @@ func EmittedFlags() ([]string, error) {
 // the caller's DBUS_SESSION_BUS_ADDRESS (or $XDG_RUNTIME_DIR/bus) names, and
 // org.freedesktop.secrets owned or activatable on it. Only --api-key-secret
 // needs it, so a missing store is a warning, never a failure.
-func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []launcher.Check {
-	env := []string{"PATH=" + launcher.ChildPath(getenv("HOME"))}
+func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []kind.Check {
+	env := []string{"PATH=" + kind.ChildPath(getenv("HOME"))}
 	var given []string
 	for _, k := range BusEnv {
 		if v := getenv(k); v != "" {
@@ -94,12 +94,12 @@ func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []launche
 			given = append(given, k+"="+v)
 		}
 	}
-	check := func(v launcher.Verdict, format string, args ...any) []launcher.Check {
-		return []launcher.Check{{Verdict: v, Name: "secret-store", Reason: fmt.Sprintf(format, args...)}}
+	check := func(v kind.Verdict, format string, args ...any) []kind.Check {
+		return []kind.Check{{Verdict: v, Name: "secret-store", Reason: fmt.Sprintf(format, args...)}}
 	}
 	const without = "--api-key-secret would be refused (api-key-secret-unavailable); --credentials api-key with " + KeyEnv + " needs no store"
 	if len(given) == 0 {
-		return check(launcher.Warn, "no session bus: neither %s is set; %s", strings.Join(BusEnv, " nor "), without)
+		return check(kind.Warn, "no session bus: neither %s is set; %s", strings.Join(BusEnv, " nor "), without)
 	}
 	ask := func(method string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -110,19 +110,19 @@ func (Kind) EnvChecks(ctx context.Context, getenv func(string) string) []launche
 		return string(out), err
 	}
 	if _, err := exec.LookPath("dbus-send"); err != nil {
-		return check(launcher.Warn, "not checked: dbus-send (Debian: dbus) is not installed to ask the bus %s", strings.Join(given, ", "))
+		return check(kind.Warn, "not checked: dbus-send (Debian: dbus) is not installed to ask the bus %s", strings.Join(given, ", "))
 	}
 	owned, err := ask("NameHasOwner", "string:org.freedesktop.secrets")
 	if err != nil {
-		return check(launcher.Warn, "the session bus (%s) does not answer: %s; %s", strings.Join(given, ", "), firstLine(owned), without)
+		return check(kind.Warn, "the session bus (%s) does not answer: %s; %s", strings.Join(given, ", "), firstLine(owned), without)
 	}
 	if strings.Contains(owned, "boolean true") {
-		return check(launcher.OK, "org.freedesktop.secrets answers on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
+		return check(kind.OK, "org.freedesktop.secrets answers on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
 	}
 	if names, err := ask("ListActivatableNames"); err == nil && strings.Contains(names, `"org.freedesktop.secrets"`) {
-		return check(launcher.OK, "org.freedesktop.secrets is activatable on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
+		return check(kind.OK, "org.freedesktop.secrets is activatable on the session bus (%s), in the environment a launch gives the loop", strings.Join(given, ", "))
 	}
-	return check(launcher.Warn, "no Secret Service on the session bus (%s): nothing owns or activates org.freedesktop.secrets; %s", strings.Join(given, ", "), without)
+	return check(kind.Warn, "no Secret Service on the session bus (%s): nothing owns or activates org.freedesktop.secrets; %s", strings.Join(given, ", "), without)
 }
 
 func firstLine(s string) string {

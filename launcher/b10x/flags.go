@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // Flags are the run flags that reach the loop only. The CLI embeds them in
@@ -29,7 +29,7 @@ type Flags struct {
 	APIKeySecret             string   `json:"api_key_secret,omitempty" name:"api-key-secret" help:"b10x, with --credentials api-key: the OS secret store item the loop reads its key from, over the session bus."`
 }
 
-var _ launcher.KindFlags = (*Flags)(nil)
+var _ kind.KindFlags = (*Flags)(nil)
 
 // Kind names the kind the flags reach.
 func (*Flags) Kind() string { return name }
@@ -65,7 +65,7 @@ func (f *Flags) RefuseOn(kind string) error {
 }
 
 // flagsOf are the loop's flags of spec (none given: all zero).
-func flagsOf(spec *launcher.Spec) Flags {
+func flagsOf(spec *kind.Spec) Flags {
 	if f, ok := spec.KindFlags.(*Flags); ok && f != nil {
 		return *f
 	}

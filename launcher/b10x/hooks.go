@@ -12,8 +12,8 @@ import (
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/jsonscan"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x/hook"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // The loop's hooks file (docs/b10x-hooks.md): under --decisions frame and
@@ -57,14 +57,14 @@ type Observed struct {
 
 // decides reports whether metaharness decides the loop's calls in spec's
 // mode, through its hook.
-func decides(spec *launcher.Spec) bool {
+func decides(spec *kind.Spec) bool {
 	return spec.Decisions == frame.ModeFrame || spec.Decisions == frame.ModeAsk
 }
 
 // Observe reads the caller's --hooks file when metaharness merges it
 // (frame and ask), held to the rules the loop refuses a file by, so that
 // the merged file is one the loop reads: a refusal names the path.
-func (Kind) Observe(_ context.Context, spec *launcher.Spec, w *launcher.World) error {
+func (Kind) Observe(_ context.Context, spec *kind.Spec, w *kind.World) error {
 	path := flagsOf(spec).Hooks
 	if !decides(spec) || path == "" {
 		return nil
@@ -117,11 +117,11 @@ func ParseHooks(b []byte) ([]HookDecl, error) {
 }
 
 // hooksPath is where the plan writes the merged file.
-func hooksPath(w *launcher.World) string { return filepath.Join(w.Scratch, "hooks.json") }
+func hooksPath(w *kind.World) string { return filepath.Join(w.Scratch, "hooks.json") }
 
 // mergedHooks is the file the loop is given under frame and ask:
 // metaharness's hook first, then what the caller's file declared.
-func mergedHooks(w *launcher.World) (string, []HookDecl, error) {
+func mergedHooks(w *kind.World) (string, []HookDecl, error) {
 	var seen Observed
 	if len(w.Vendor) > 0 {
 		if err := json.Unmarshal(w.Vendor, &seen); err != nil {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -56,26 +56,26 @@ const RecordFormat = "b10x-jsonl"
 // SIGINT, its own stop, then its process group). metaharness fixes none of
 // the loop's offered tools and has no way into a turn, so those tiers are
 // absent.
-func Capabilities() *launcher.Capabilities {
-	s := launcher.Str
-	return &launcher.Capabilities{
-		Adapter:        launcher.AdapterName{ID: "b10x", Class: "direct_provider"},
+func Capabilities() *kind.Capabilities {
+	s := kind.Str
+	return &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "b10x", Class: "direct_provider"},
 		VersionsPinned: []string{Pin},
-		Tiers: launcher.Tiers{
-			Registration: launcher.Absent, Call: launcher.Delivered,
-			Turn: launcher.Absent, Kill: launcher.Delivered,
+		Tiers: kind.Tiers{
+			Registration: kind.Absent, Call: kind.Delivered,
+			Turn: kind.Absent, Kill: kind.Delivered,
 		},
-		Commands: map[string]launcher.CommandSupport{
-			"interrupt":      launcher.Honoured,
-			"halt":           launcher.Honoured,
-			"tool.decide":    launcher.Honoured,
-			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
-			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
-			"steer":          launcher.RefusedWith(record.UnsupportedControl),
-			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		Commands: map[string]kind.CommandSupport{
+			"interrupt":      kind.Honoured,
+			"halt":           kind.Honoured,
+			"tool.decide":    kind.Honoured,
+			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
+			"message.inject": kind.RefusedWith(record.UnsupportedControl),
+			"steer":          kind.RefusedWith(record.UnsupportedControl),
+			"permission.set": kind.RefusedWith(record.UnsupportedControl),
 		},
-		DecisionModes: map[string]launcher.Status{
-			"observe": launcher.Delivered, "frame": launcher.Delivered, "ask": launcher.Delivered,
+		DecisionModes: map[string]kind.Status{
+			"observe": kind.Delivered, "frame": kind.Delivered, "ask": kind.Delivered,
 		},
 		Rendering: map[string]*string{
 			"file.read": s("file_read"), "file.write": s("file_write"), "file.edit": s("file_edit"),
@@ -91,17 +91,17 @@ func Capabilities() *launcher.Capabilities {
 type Kind struct{}
 
 var (
-	_ launcher.Runner      = Kind{}
-	_ launcher.Replayer    = Kind{}
-	_ launcher.FlagProber  = Kind{}
-	_ launcher.SpecChecker = Kind{}
-	_ launcher.EnvChecker  = Kind{}
-	_ launcher.FlagsKind   = Kind{}
-	_ launcher.Observer    = Kind{}
+	_ kind.Runner      = Kind{}
+	_ kind.Replayer    = Kind{}
+	_ kind.FlagProber  = Kind{}
+	_ kind.SpecChecker = Kind{}
+	_ kind.EnvChecker  = Kind{}
+	_ kind.FlagsKind   = Kind{}
+	_ kind.Observer    = Kind{}
 )
 
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
+func (Kind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{
 		Name: name, Binary: "b10x-harness", Capabilities: Capabilities(),
 		Install:        "no b10x-harness is obtainable from here; install the pinned build (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel, RecordFormat: RecordFormat,
@@ -113,24 +113,24 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		// Ctrl-C: the loop cancels between calls and writes finished
 		// {"kind":"cancelled"}, so a stopped run keeps its terminal record.
 		StopSignal: syscall.SIGINT,
-		Rules: launcher.Rules{
+		Rules: kind.Rules{
 			PromptOptional: true,
 			NoOwnedSurface: "the loop publishes its own catalogue in-process and has no surface to replace",
-			Credentials: map[launcher.Credentials]string{
-				launcher.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
-				launcher.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
+			Credentials: map[kind.Credentials]string{
+				kind.CredentialsOperatorLogin: "on b10x: the loop reads its own key; use api-key or none",
+				kind.CredentialsLoopback:      "on b10x: the loop reads its own key; use api-key or none",
 			},
 		},
 		Catalogue: mcpserve.Carriage{NotCarried: "the b10x loop publishes its own catalogue in-process and carries no caller's contract; run without --catalogue on b10x, or use claude or codex"},
 	}
 }
 
-func (Kind) CheckSpec(spec *launcher.Spec) error { return CheckSpec(spec) }
+func (Kind) CheckSpec(spec *kind.Spec) error { return CheckSpec(spec) }
 
 // NewFlags: the loop's flags, which the CLI fills.
-func (Kind) NewFlags() launcher.KindFlags { return &Flags{} }
+func (Kind) NewFlags() kind.KindFlags { return &Flags{} }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 
@@ -140,7 +140,7 @@ func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error)
 const HookTimeout = 60 * time.Second
 
 func (Kind) VendorTimeout() time.Duration              { return HookTimeout }
-func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
+func (Kind) NewTranscript() kind.Transcript            { return &Reader{} }
 func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 
 // entryOps is the rendering table read backwards: the operation each of the

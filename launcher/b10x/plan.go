@@ -14,8 +14,8 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x/hook"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // KeyEnv is the variable --credentials api-key reads by name and hands the
@@ -47,7 +47,7 @@ var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 // CheckSpec is the b10x kind's own refusals, pure: what the loop needs that
 // the spec lacks, flags the loop's launch cannot carry, and combinations
 // that cannot mean what they say. The first problem found is reported.
-func CheckSpec(s *launcher.Spec) error {
+func CheckSpec(s *kind.Spec) error {
 	b := flagsOf(s)
 	switch {
 	case s.ModelEndpoint == "":
@@ -58,13 +58,13 @@ func CheckSpec(s *launcher.Spec) error {
 		return exit.Refuse(RefuseEffortUnsupported, "--effort %s on b10x: the loop's launch carries no effort level, and its own --reasoning-effort takes values metaharness cannot vouch for; drop --effort", s.Effort)
 	case s.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseMaxBudgetUnsupported, "--max-budget-usd %s on b10x: the loop budgets in micro-units against its own rate card, which metaharness does not translate; drop it (pass --prices to have each request's cost recorded)", s.MaxBudgetUSD)
-	case b.APIKeySecret != "" && s.Credentials != launcher.CredentialsAPIKey:
+	case b.APIKeySecret != "" && s.Credentials != kind.CredentialsAPIKey:
 		return exit.Refuse(RefuseAPIKeySecretNeedsAPIKey, "--api-key-secret %s names where the loop reads its API key, and --credentials is %s; add --credentials api-key", b.APIKeySecret, s.Credentials)
 	case b.SubscriptionTokenFile != "" && b.SubscriptionTokenEnv != "":
 		return exit.Refuse(RefuseSubscriptionTokenConflict, "--subscription-token-file %s and --subscription-token-env %s both name the loop's token; keep one", b.SubscriptionTokenFile, b.SubscriptionTokenEnv)
 	case b.SubscriptionTokenPointer != "" && b.SubscriptionTokenFile == "" && b.SubscriptionTokenEnv == "":
 		return exit.Refuse(RefuseSubscriptionTokenPointerNeedsSource, "--subscription-token-pointer %s points into a token document, and none is named; add --subscription-token-file or --subscription-token-env", b.SubscriptionTokenPointer)
-	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == launcher.CredentialsAPIKey:
+	case (b.SubscriptionTokenFile != "" || b.SubscriptionTokenEnv != "") && s.Credentials == kind.CredentialsAPIKey:
 		return exit.Refuse(RefuseSubscriptionTokenWithAPIKey, "a subscription token and --credentials api-key both name the loop's credential, and it takes one; drop one of them")
 	case b.SubscriptionTokenEnv != "" && (!envName().MatchString(b.SubscriptionTokenEnv) || b.SubscriptionTokenEnv == "PATH" || b.SubscriptionTokenEnv == "XDG_CONFIG_HOME"):
 		return exit.Refuse(RefuseSubscriptionTokenEnvInvalid, "--subscription-token-env %q is not a variable metaharness can hand the loop (a name of letters, digits and _, not PATH or XDG_CONFIG_HOME); name the variable that holds the token", b.SubscriptionTokenEnv)
@@ -95,7 +95,7 @@ func CheckSpec(s *launcher.Spec) error {
 // declared credential or toolchain adds. The --context files are handed
 // over as copies of the bytes metaharness read and digested, in the
 // scratch tree. It reads nothing else.
-func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if err := CheckSpec(spec); err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		cwd = spec.Cwd
 	}
 	config := filepath.Join(w.Scratch, "config")
-	env := map[string]string{"PATH": launcher.ChildPath(w.Env["HOME"]), "XDG_CONFIG_HOME": config}
+	env := map[string]string{"PATH": kind.ChildPath(w.Env["HOME"]), "XDG_CONFIG_HOME": config}
 
 	args := []string{"run", "--base-url", strings.TrimSuffix(spec.ModelEndpoint, "/") + "/v1", "--model", spec.Model,
 		"--workspace", cwd, "--execution-path", "metaharness", "--json", "--no-session", "--approve-up-to", "high"}
@@ -118,7 +118,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 		args = append(args, flag, v)
 	}
-	var files []launcher.File
+	var files []kind.File
 	var callerHooks []HookDecl
 	switch {
 	case decides(spec):
@@ -127,7 +127,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			return nil, err
 		}
 		callerHooks = caller
-		files = append(files, launcher.File{Path: hooksPath(w), Mode: 0o400, Content: merged})
+		files = append(files, kind.File{Path: hooksPath(w), Mode: 0o400, Content: merged})
 		opt("--hooks", hooksPath(w))
 	case b.Hooks != "":
 		opt("--hooks", b.Hooks)
@@ -163,7 +163,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	for i, f := range w.ContextFiles {
 		p := filepath.Join(w.Scratch, "context", strconv.Itoa(i), filepath.FromSlash(f.Path))
 		dirs = appendParents(dirs, w.Scratch, filepath.Dir(p))
-		files = append(files, launcher.File{Path: p, Mode: 0o400, Content: f.Text})
+		files = append(files, kind.File{Path: p, Mode: 0o400, Content: f.Text})
 		opt("--context", p)
 	}
 	if b.Prices != "" {
@@ -193,7 +193,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		writes = append(writes, b.CgroupRoot)
 	}
 	named := reads(spec, w, callerHooks)
-	conf := launcher.Confinement(spec, w, writes, named...)
+	conf := kind.Confinement(spec, w, writes, named...)
 	if conf != nil && b.Toolchain != "" && w.Env["CARGO_HOME"] != "" {
 		// The toolchain's roots are bound back whole; cargo keeps the
 		// caller's registry tokens in one of them.
@@ -202,14 +202,14 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		}
 	}
 	claim := attestation(spec, w, cwd, config, env, cred, callerHooks)
-	launcher.AttestConfinement(claim, conf, spec, w)
+	kind.AttestConfinement(claim, conf, spec, w)
 	if conf != nil {
 		boundBack(claim, named, flagsOf(spec).APIKeySecret != "" && (env["DBUS_SESSION_BUS_ADDRESS"] != "" || env["XDG_RUNTIME_DIR"] != ""), BusSockets(w.Env))
 	}
-	return &launcher.Plan{
+	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        args,
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		Dirs:        dirs,
 		Files:       files,
@@ -232,7 +232,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 // the caller's, and the program of each of the caller's hooks, named by an
 // absolute path, is bound back so that the loop can start it (what that
 // program reads in turn is the caller's to name).
-func reads(spec *launcher.Spec, w *launcher.World, callerHooks []HookDecl) []string {
+func reads(spec *kind.Spec, w *kind.World, callerHooks []HookDecl) []string {
 	b := flagsOf(spec)
 	var out []string
 	add := func(p string) {
@@ -319,7 +319,7 @@ func BusSockets(env map[string]string) []string {
 
 // credential adds the declared credential to the argv and the environment
 // and says how in words, for H4.
-func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, opt func(flag, v string)) (string, error) {
+func credential(spec *kind.Spec, w *kind.World, env map[string]string, opt func(flag, v string)) (string, error) {
 	b := flagsOf(spec)
 	switch {
 	case b.APIKeySecret != "":
@@ -332,10 +332,10 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 			}
 		}
 		return fmt.Sprintf("--api-key-secret %s: the loop reads its key from the OS secret store itself; metaharness reads and forwards no key variable, and hands the loop only %s to reach the store", b.APIKeySecret, orNone(added)), nil
-	case spec.Credentials == launcher.CredentialsAPIKey:
+	case spec.Credentials == kind.CredentialsAPIKey:
 		key := w.Env[KeyEnv]
 		if key == "" {
-			return "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
+			return "", exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key on b10x reads %s from metaharness's environment, and it is not set; export it, or name the secret store's item with --api-key-secret NAME", KeyEnv)
 		}
 		env[KeyEnv] = key
 		opt("--api-key-env", KeyEnv)
@@ -358,10 +358,10 @@ func credential(spec *launcher.Spec, w *launcher.World, env map[string]string, o
 		}
 		return b.SubscriptionTokenEnv + " is in the child's environment because --subscription-token-env named it; the loop reads its subscription token from it (--oauth-token-env)", nil
 	}
-	return launcher.CredentialsNone.Held("") + ": the loop sends no auth header", nil
+	return kind.CredentialsNone.Held("") + ": the loop sends no auth header", nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {
+func attestation(spec *kind.Spec, w *kind.World, cwd, config string, env map[string]string, credHow string, callerHooks []HookDecl) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	var names []string
 	for k := range env {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/jsonscan"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -90,8 +90,8 @@ func (r *Reader) Fact() (Fact, bool) {
 }
 
 var (
-	_ launcher.Transcript = (*Reader)(nil)
-	_ launcher.Ender      = (*Reader)(nil)
+	_ kind.Transcript = (*Reader)(nil)
+	_ kind.Ender      = (*Reader)(nil)
 )
 
 // Terminal is the session.ended of the first finished record, nil when the
@@ -108,14 +108,14 @@ func (r *Reader) Refused() (string, bool) {
 
 // End says what the record's end means when there was no finished record:
 // LOOP_REFUSED with the loop's reason, or NO_TERMINAL_RECORD.
-func (r *Reader) End() []launcher.Item {
+func (r *Reader) End() []kind.Item {
 	switch {
 	case r.terminal != nil:
 		return nil
 	case r.refused != nil:
-		return []launcher.Item{{Event: &record.Warning{Code: WarnRefused, Message: "b10x-harness refused the run before it started: " + *r.refused}}}
+		return []kind.Item{{Event: &record.Warning{Code: WarnRefused, Message: "b10x-harness refused the run before it started: " + *r.refused}}}
 	}
-	return []launcher.Item{{Event: &record.Warning{Code: WarnNoTerminal, Message: "the b10x-harness record ended without a finished record, so nobody knows how the run ended"}}}
+	return []kind.Item{{Event: &record.Warning{Code: WarnNoTerminal, Message: "the b10x-harness record ended without a finished record, so nobody knows how the run ended"}}}
 }
 
 // rec is every field of any kind the mapping reads.
@@ -170,7 +170,7 @@ type rec struct {
 // the reference mapping keeps its kind silent (tool-arguments-delta,
 // approval-required, rates, cost, a hook that let the call proceed, an
 // approval granted).
-func (r *Reader) Read(raw []byte) []launcher.Item {
+func (r *Reader) Read(raw []byte) []kind.Item {
 	r.line++
 	r.fact = nil
 	raw = bytes.TrimRight(raw, "\r\n")
@@ -263,10 +263,10 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 	return r.items(r.opaque(raw, v.Kind))
 }
 
-func (r *Reader) items(evs ...record.Event) []launcher.Item {
-	out := make([]launcher.Item, len(evs))
+func (r *Reader) items(evs ...record.Event) []kind.Item {
+	out := make([]kind.Item, len(evs))
 	for i, e := range evs {
-		out[i] = launcher.Item{Event: e}
+		out[i] = kind.Item{Event: e}
 	}
 	return out
 }

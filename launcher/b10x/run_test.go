@@ -20,6 +20,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/testkit/b10xstandin"
 )
@@ -103,7 +104,7 @@ func newWorld(t *testing.T, script b10xstandin.Config) *world {
 // confinedWorld is a caller whose run is confined: the loop sees its
 // workspace (ws, the run's --cwd, declared a scratch copy) and not the
 // stand-in's directory, so the script is ws/script.json, named by the task.
-func confinedWorld(t *testing.T, script b10xstandin.Config) (*world, *launcher.Spec) {
+func confinedWorld(t *testing.T, script b10xstandin.Config) (*world, *kind.Spec) {
 	t.Helper()
 	w := newWorld(t, b10xstandin.Config{})
 	ws := filepath.Join(t.TempDir(), "ws")
@@ -124,8 +125,8 @@ func confinedWorld(t *testing.T, script b10xstandin.Config) (*world, *launcher.S
 // endpoint the loop is never made to dial. These runs are --unconfined, so
 // the stand-in finds its script beside its program; confinedWorld's runs
 // are not.
-func spec() *launcher.Spec {
-	return &launcher.Spec{Kind: "b10x", Prompt: "observe this run", Hermetic: "off", Decisions: "observe",
+func spec() *kind.Spec {
+	return &kind.Spec{Kind: "b10x", Prompt: "observe this run", Hermetic: "off", Decisions: "observe",
 		Credentials: "none", Model: "b10x-emulated", ModelEndpoint: "https://example.invalid", Output: "events", Unconfined: true}
 }
 
@@ -160,12 +161,12 @@ func (w *watched) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *world) run(t *testing.T, s *launcher.Spec, stdin io.Reader) *outcome {
+func (w *world) run(t *testing.T, s *kind.Spec, stdin io.Reader) *outcome {
 	t.Helper()
 	return w.runWatched(t, s, stdin, &watched{})
 }
 
-func (w *world) runWatched(t *testing.T, s *launcher.Spec, stdin io.Reader, out *watched) *outcome {
+func (w *world) runWatched(t *testing.T, s *kind.Spec, stdin io.Reader, out *watched) *outcome {
 	t.Helper()
 	var errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

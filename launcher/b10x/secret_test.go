@@ -11,8 +11,8 @@ import (
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/testkit/b10xstandin"
 	"github.com/metaharness/metaharness/testkit/sessionbus"
@@ -23,7 +23,7 @@ const storedKey = "sk-from-the-keyring-not-a-real-key"
 
 // secretRun is a confined run whose loop reads its key from the OS secret
 // store and sends it to a scripted model, under --hermetic strict.
-func secretRun(t *testing.T, script b10xstandin.Config, endpoint string) (*world, *launcher.Spec) {
+func secretRun(t *testing.T, script b10xstandin.Config, endpoint string) (*world, *kind.Spec) {
 	w, s := confinedWorld(t, script)
 	s.Credentials, s.ModelEndpoint, s.Hermetic = "api-key", endpoint, "strict"
 	s.KindFlags = &b10x.Flags{APIKeySecret: "openai"}

@@ -11,7 +11,7 @@ import (
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -20,14 +20,14 @@ import (
 // observations (tool.requested, no decision); under frame and ask each is
 // held until metaharness's before-call hook presents it, and decided then
 // (Answer). Its turns open the engine's turns.
-func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run kind.Services) kind.Session {
 	return &session{run: run, plan: plan, spec: spec, reader: &Reader{Model: spec.Model}, hooked: decides(spec), book: newBook()}
 }
 
 type session struct {
-	run    launcher.Services
-	plan   *launcher.Plan
-	spec   *launcher.Spec
+	run    kind.Services
+	plan   *kind.Plan
+	spec   *kind.Spec
 	reader *Reader
 	// hooked: the plan put metaharness's hook first in the loop's hooks
 	// file, so every call the approver admits is decided at it.
@@ -38,18 +38,18 @@ type session struct {
 }
 
 var (
-	_ launcher.Refuser       = (*session)(nil)
-	_ launcher.Answerer      = (*session)(nil)
-	_ launcher.RecordChecker = (*session)(nil)
+	_ kind.Refuser       = (*session)(nil)
+	_ kind.Answerer      = (*session)(nil)
+	_ kind.RecordChecker = (*session)(nil)
 )
 
 // Drive reads stdout to its end, each line kept in the transcript before it
 // is mapped; the terminal record is held back for the run to set the
 // census into. Under frame and ask each line that says something of a call
 // is held to metaharness's answers first (book.hold).
-func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
+func (s *session) Drive(_ context.Context, p kind.Pipes) *record.SessionEnded {
 	eng := s.run.Engine()
-	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+	kind.EachLine(p.Stdout, kind.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		items := s.reader.Read(line)
 		fact, _ := s.reader.Fact()
@@ -87,7 +87,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 		for _, w := range found {
 			s.run.Emit("", w)
 		}
-	}, func() { s.run.Emit("", launcher.LineTooLong("the b10x loop")) })
+	}, func() { s.run.Emit("", kind.LineTooLong("the b10x loop")) })
 	for _, w := range s.book.end() {
 		s.run.Emit("", w)
 	}

@@ -3,7 +3,7 @@
 package claude
 
 import (
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -12,26 +12,26 @@ const Pin = "2.1.328"
 
 // Capabilities is the claude descriptor. The turn tier stays unverified:
 // headless Claude Code takes no text between turns that we have driven.
-func Capabilities() *launcher.Capabilities {
-	s := launcher.Str
-	return &launcher.Capabilities{
-		Adapter:        launcher.AdapterName{ID: "claude", Class: "harness"},
+func Capabilities() *kind.Capabilities {
+	s := kind.Str
+	return &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "claude", Class: "harness"},
 		VersionsPinned: []string{Pin},
-		Tiers: launcher.Tiers{
-			Registration: launcher.Delivered, Call: launcher.Delivered,
-			Turn: launcher.Unverified, Kill: launcher.Delivered,
+		Tiers: kind.Tiers{
+			Registration: kind.Delivered, Call: kind.Delivered,
+			Turn: kind.Unverified, Kill: kind.Delivered,
 		},
-		Commands: map[string]launcher.CommandSupport{
-			"tool.decide":    launcher.Honoured,
-			"interrupt":      launcher.Honoured,
-			"halt":           launcher.Honoured,
-			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
-			"message.inject": launcher.RefusedWith(record.UnsupportedControl),
-			"steer":          launcher.RefusedWith(record.UnsupportedControl),
-			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		Commands: map[string]kind.CommandSupport{
+			"tool.decide":    kind.Honoured,
+			"interrupt":      kind.Honoured,
+			"halt":           kind.Honoured,
+			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
+			"message.inject": kind.RefusedWith(record.UnsupportedControl),
+			"steer":          kind.RefusedWith(record.UnsupportedControl),
+			"permission.set": kind.RefusedWith(record.UnsupportedControl),
 		},
-		DecisionModes: map[string]launcher.Status{
-			"frame": launcher.Delivered, "ask": launcher.Delivered, "observe": launcher.Delivered,
+		DecisionModes: map[string]kind.Status{
+			"frame": kind.Delivered, "ask": kind.Delivered, "observe": kind.Delivered,
 		},
 		Rendering: map[string]*string{
 			"file.read": s("Read"), "file.write": s("Write"), "file.edit": s("Edit"),

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // unknownOption is how Claude Code's option parser refuses a flag.
@@ -30,9 +30,9 @@ const settingsMissing = "Settings file not found"
 // request. The model endpoint is a closed loopback port, should it ever get
 // further.
 func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
-	spec := &launcher.Spec{Kind: "claude", Prompt: "doctor", Credentials: launcher.CredentialsNone, Decisions: "frame", Hermetic: "off",
+	spec := &kind.Spec{Kind: "claude", Prompt: "doctor", Credentials: kind.CredentialsNone, Decisions: "frame", Hermetic: "off",
 		Model: "doctor-probe", Effort: "low", MaxTurns: 1, MaxBudgetUSD: "0.01"}
-	w := &launcher.World{
+	w := &kind.World{
 		Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: binary, Self: filepath.Join(scratch, "metaharness"),
 		DecisionSocket: filepath.Join(scratch, "decisions.sock"), CatalogueCopy: filepath.Join(scratch, "catalogue.json"),
 		CatalogueTools: []string{"read_file"}, Context: "doctor",

@@ -7,7 +7,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
 )
@@ -17,15 +17,15 @@ import (
 type Kind struct{}
 
 var (
-	_ launcher.Runner     = Kind{}
-	_ launcher.Replayer   = Kind{}
-	_ launcher.FlagProber = Kind{}
+	_ kind.Runner     = Kind{}
+	_ kind.Replayer   = Kind{}
+	_ kind.FlagProber = Kind{}
 )
 
 // Descriptor: the Anthropic API behind the loopback proxy, with the key the
 // caller exports for it; --context on the system prompt.
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
+func (Kind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{
 		Name: "claude", Binary: "claude", Capabilities: Capabilities(),
 		Install:        "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Claude Code (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel,
@@ -34,10 +34,10 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		RecordFormat: "claude-stream-json",
 		Confined:     true,
 		Memory:       memory,
-		Rules: launcher.Rules{
+		Rules: kind.Rules{
 			OwnedPrograms: true,
-			Credentials: map[launcher.Credentials]string{
-				launcher.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
+			Credentials: map[kind.Credentials]string{
+				kind.CredentialsOperatorLogin: "is not built for claude: copying the operator's login into the scratch home waits for its custody rules; use loopback, api-key or none",
 			},
 		},
 	}
@@ -54,12 +54,12 @@ var memory = attest.Memory{
 	AtRoot:  `not loaded under --setting-sources ""`,
 }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 
 func (Kind) VendorTimeout() time.Duration              { return HookTimeoutSeconds * time.Second }
-func (Kind) NewTranscript() launcher.Transcript        { return &Reader{} }
+func (Kind) NewTranscript() kind.Transcript            { return &Reader{} }
 func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 
 // nativeOps is the rendering table read backwards: the operation each

@@ -3,11 +3,11 @@ package claude
 import (
 	"maps"
 
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
-var _ launcher.LoopbackClient = Kind{}
+var _ kind.LoopbackClient = Kind{}
 
 // LoopbackEnv points Claude Code at the proxy: ANTHROPIC_BASE_URL (it
 // appends /v1/messages), ANTHROPIC_AUTH_TOKEN = the placeholder (sent as

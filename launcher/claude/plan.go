@@ -11,8 +11,8 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 )
 
@@ -58,14 +58,14 @@ var vendorOnly = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPI
 var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 
 // Plan builds the claude launch for spec in world. It reads nothing else.
-func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
-	if spec.ModelEndpoint != "" && spec.Credentials != launcher.CredentialsNone && spec.Credentials != launcher.CredentialsLoopback {
-		return nil, exit.Refuse(launcher.RefuseEndpointWithCredential,
+func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
+	if spec.ModelEndpoint != "" && spec.Credentials != kind.CredentialsNone && spec.Credentials != kind.CredentialsLoopback {
+		return nil, exit.Refuse(kind.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials %s would send that credential to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none",
 			spec.Credentials, spec.ModelEndpoint)
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
+		return nil, exit.Refuse(kind.RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, and Claude Code discovers them there; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -82,7 +82,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 
 	env := map[string]string{
 		"HOME":               home,
-		"PATH":               launcher.ChildPath(w.Env["HOME"]),
+		"PATH":               kind.ChildPath(w.Env["HOME"]),
 		"TMPDIR":             tmp,
 		"CLAUDE_CODE_TMPDIR": tmp,
 		"CLAUDE_CONFIG_DIR":  configHome,
@@ -115,10 +115,10 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}
 	var credHow, keyHelper string
 	switch spec.Credentials {
-	case launcher.CredentialsAPIKey:
+	case kind.CredentialsAPIKey:
 		key, ok := w.Env["ANTHROPIC_API_KEY"]
 		if !ok || key == "" {
-			return nil, exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return nil, exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key reads ANTHROPIC_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["ANTHROPIC_API_KEY"] = key
 		maps.Copy(env, w.LoopbackEnv)
@@ -126,7 +126,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		if len(w.LoopbackEnv) > 0 {
 			credHow += "; it passes through the loopback proxy, which reads the model's answers"
 		}
-	case launcher.CredentialsLoopback:
+	case kind.CredentialsLoopback:
 		if len(w.LoopbackEnv) == 0 {
 			return nil, fmt.Errorf("internal: --credentials loopback planned without a started proxy")
 		}
@@ -134,7 +134,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			env[k] = v
 		}
 		credHow = spec.Credentials.Held("")
-	case launcher.CredentialsNone:
+	case kind.CredentialsNone:
 		credHow = spec.Credentials.Held("")
 		if spec.ModelEndpoint != "" {
 			env["ANTHROPIC_BASE_URL"] = strings.TrimSuffix(spec.ModelEndpoint, "/")
@@ -149,9 +149,9 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
 
-	hookCmd := launcher.ShellQuote(w.Self)
+	hookCmd := kind.ShellQuote(w.Self)
 	for _, a := range hook.Args(w.DecisionSocket) {
-		hookCmd += " " + launcher.ShellQuote(a)
+		hookCmd += " " + kind.ShellQuote(a)
 	}
 	published, serve, owned := ownedServer(spec, w, cwd)
 	matcher := ""
@@ -170,7 +170,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		settings["apiKeyHelper"] = keyHelper
 		standIn = standInSource
 	}
-	files := []launcher.File{jsonFile(settingsPath, settings)}
+	files := []kind.File{jsonFile(settingsPath, settings)}
 
 	args := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--strict-mcp-config", "--setting-sources", "", "--settings", settingsPath,
@@ -209,22 +209,22 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	// never read as a flag.
 	args = append(args, "--", spec.Prompt)
 
-	conf := launcher.Confinement(spec, w, []string{configHome})
+	conf := kind.Confinement(spec, w, []string{configHome})
 	// Claude Code runs every Bash command, hook and MCP server as
 	// `PREFIX 'COMMAND LINE'` (through its shell for the first two), so the
 	// prefix is the sandbox script and names the shell Claude Code is told
 	// to write for.
-	if f := launcher.CommandSandbox(conf, w, "command-sandbox", launcher.SandboxShell, vendorOnly, "-c"); f != nil {
+	if f := kind.CommandSandbox(conf, w, "command-sandbox", kind.SandboxShell, vendorOnly, "-c"); f != nil {
 		files = append(files, *f)
 		env["CLAUDE_CODE_SHELL_PREFIX"] = f.Path
-		env["CLAUDE_CODE_SHELL"] = launcher.SandboxShell
+		env["CLAUDE_CODE_SHELL"] = kind.SandboxShell
 	}
 	claim := attestation(spec, w, cwd, configHome, credHow, servers, env)
-	launcher.AttestConfinement(claim, conf, spec, w)
-	return &launcher.Plan{
+	kind.AttestConfinement(claim, conf, spec, w)
+	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        args,
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		Dirs:        []string{configHome},
 		Files:       files,
@@ -237,12 +237,12 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	}, nil
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHow string, servers []string, env map[string]string) *attest.Claim {
+func attestation(spec *kind.Spec, w *kind.World, cwd, configHome, credHow string, servers []string, env map[string]string) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	c.Impose(attest.H1a, "CLAUDE_CONFIG_DIR="+configHome+", a config home metaharness created empty; no plugin is declared, so none is handed over")
 	c.Impose(attest.H1b, "CLAUDE_CONFIG_DIR="+configHome+" holds no output-style setting")
 	c.Impose(attest.H2, `--setting-sources "" loads no user, project or local settings`)
-	c.Impose(attest.H3, launcher.EnvRow(env, callerKeys))
+	c.Impose(attest.H3, kind.EnvRow(env, callerKeys))
 	c.Impose(attest.H4, credHow)
 	switch {
 	case len(servers) > 0 && w.CatalogueCopy == "":
@@ -257,7 +257,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		c.Impose(attest.H5, "--strict-mcp-config and no --mcp-config: no MCP server")
 	}
 	switch spec.Credentials {
-	case launcher.CredentialsLoopback:
+	case kind.CredentialsLoopback:
 		c.Impose(attest.H6, "no credential file in the child's config home; the token stays with the loopback proxy")
 	default:
 		c.Impose(attest.H6, "no credential file is copied into the child's config home")
@@ -267,8 +267,8 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 		Kind: "claude", Memory: memory, Dir: cwd, Operator: spec.Cwd != "", ScratchCwd: spec.ScratchCwd,
 		Walk: attest.MemoryWalk{From: cwd, Above: w.MemoryAbove, AtRoot: w.MemoryAtRoot},
 	}, c)
-	launcher.ClaimGate(c, spec, w)
-	launcher.ClaimWire(c, w, "Claude Code")
+	kind.ClaimGate(c, spec, w)
+	kind.ClaimWire(c, w, "Claude Code")
 	if m := Mentions(spec.Prompt); len(m) > 0 {
 		c.Ambient("the task mentions " + strings.Join(m, ", ") + ": CLAUDE_CODE_DISABLE_FILE_MENTIONS=1 keeps Claude Code from reading them into the task, so each reaches the model as text and any read of it is a tool call a seam decides")
 	}
@@ -284,7 +284,7 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, configHome, credHo
 // --catalogue it serves the checked scratch copy and may write only when
 // the catalogue declares a write entry; without, it serves the default
 // verbs (--tool-surface owned, or --allow-program) as DefaultSurface says.
-func ownedServer(spec *launcher.Spec, w *launcher.World, cwd string) (published, args []string, ok bool) {
+func ownedServer(spec *kind.Spec, w *kind.World, cwd string) (published, args []string, ok bool) {
 	var writable bool
 	var programs []string
 	switch {
@@ -292,7 +292,7 @@ func ownedServer(spec *launcher.Spec, w *launcher.World, cwd string) (published,
 		args = []string{"mcp-serve", "--catalogue", w.CatalogueCopy}
 		published, writable = w.CatalogueTools, w.CatalogueWrites
 	case Kind{}.Descriptor().Rules.DefaultVerbs(spec):
-		o := launcher.DefaultSurface(spec)
+		o := kind.DefaultSurface(spec)
 		args = []string{"mcp-serve"}
 		published, writable, programs = mcpserve.Verbs(), o.Writable, o.AllowPrograms
 	default:
@@ -308,12 +308,12 @@ func ownedServer(spec *launcher.Spec, w *launcher.World, cwd string) (published,
 	return published, args, true
 }
 
-func jsonFile(path string, v any) launcher.File {
+func jsonFile(path string, v any) kind.File {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		panic(err) // maps of strings and slices always marshal
 	}
-	return launcher.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
+	return kind.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
 }
 
 func nonNilStrings(s []string) []string {

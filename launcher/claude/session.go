@@ -9,7 +9,7 @@ import (
 
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -19,30 +19,30 @@ import (
 // and the owned surface's server it starts, which ask over the decision channel
 // (Answer), and shown to the engine as observations when the record names
 // them.
-func (Kind) NewSession(_ *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(_ *kind.Spec, plan *kind.Plan, run kind.Services) kind.Session {
 	return &session{run: run, owned: len(plan.MCPServers) > 0, cwd: plan.Dir, home: envOf(plan, "HOME")}
 }
 
 type session struct {
-	run   launcher.Services
+	run   kind.Services
 	owned bool // the plan gave the child the owned surface's server
 	// cwd and home resolve a line's paths the way the hook shows them.
 	cwd, home string
 }
 
-var _ launcher.Answerer = (*session)(nil)
+var _ kind.Answerer = (*session)(nil)
 
 // Drive reads stdout to the end: every line is kept in the transcript first,
 // then mapped. The terminal record is held back for the run to set the
 // census into.
-func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnded {
+func (s *session) Drive(_ context.Context, p kind.Pipes) *record.SessionEnded {
 	var tr Reader
 	eng := s.run.Engine()
 	started, turn := false, uint32(0)
-	chk := launcher.NewRecordCheck("Claude Code", s.run, func(call loopback.Call, ev *record.ToolRequested) error {
+	chk := kind.NewRecordCheck("Claude Code", s.run, func(call loopback.Call, ev *record.ToolRequested) error {
 		return MatchLine(call, ev.Name, ev.Input)
 	}, lastBlockText, WarnVendorText)
-	launcher.EachLine(p.Stdout, launcher.MaxVendorLine, func(line []byte) {
+	kind.EachLine(p.Stdout, kind.MaxVendorLine, func(line []byte) {
 		_, _ = p.Transcript.Write(line)
 		for _, it := range tr.Read(line) {
 			if !chk.Holds(it.Event) {
@@ -77,7 +77,7 @@ func (s *session) Drive(_ context.Context, p launcher.Pipes) *record.SessionEnde
 				s.run.Emit(it.At, ev)
 			}
 		}
-	}, func() { s.run.Emit("", launcher.LineTooLong("Claude Code")) })
+	}, func() { s.run.Emit("", kind.LineTooLong("Claude Code")) })
 	return chk.Final(tr.Terminal())
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/jsonscan"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -34,7 +34,7 @@ func (r *Reader) Terminal() *record.SessionEnded { return r.terminal }
 
 // Read maps one stdout line. Every non-blank line yields at least one event:
 // a record nothing else maps becomes opaque, never dropped.
-func (r *Reader) Read(raw []byte) []launcher.Item {
+func (r *Reader) Read(raw []byte) []kind.Item {
 	r.line++
 	raw = bytes.TrimRight(raw, "\r\n")
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -42,7 +42,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 	}
 	rec, ok := kindOf(raw)
 	if !ok {
-		return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
+		return []kind.Item{{Event: r.opaque(raw, nil, nil)}}
 	}
 	var out []record.Event
 	switch rec.Type {
@@ -60,13 +60,13 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 	if len(out) == 0 {
 		if !json.Valid(raw) {
 			// The kind was read off a line that is not JSON: it says nothing.
-			return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
+			return []kind.Item{{Event: r.opaque(raw, nil, nil)}}
 		}
 		out = []record.Event{r.opaque(raw, &rec.Type, &rec.Subtype)}
 	}
-	items := make([]launcher.Item, len(out))
+	items := make([]kind.Item, len(out))
 	for i, e := range out {
-		items[i] = launcher.Item{At: rec.Timestamp, Event: e}
+		items[i] = kind.Item{At: rec.Timestamp, Event: e}
 	}
 	return items
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -45,11 +45,11 @@ var pathKeys = []string{"file_path", "notebook_path"}
 // matchInput is nil when shown is what Claude Code makes of wire for
 // tool at place, else the first difference.
 func matchInput(tool string, wire, shown json.RawMessage, place seen, cwd, home string) error {
-	w, err := launcher.DecodeJSON(orNull(wire))
+	w, err := kind.DecodeJSON(orNull(wire))
 	if err != nil {
 		return fmt.Errorf("the wire's input is not JSON")
 	}
-	s, err := launcher.DecodeJSON(orNull(shown))
+	s, err := kind.DecodeJSON(orNull(shown))
 	if err != nil {
 		return fmt.Errorf("the input shown is not JSON")
 	}
@@ -60,7 +60,7 @@ func matchInput(tool string, wire, shown json.RawMessage, place seen, cwd, home 
 	wm, wok := w.(map[string]any)
 	sm, sok := s.(map[string]any)
 	if !wok || !sok {
-		if launcher.EqualJSON(w, s, launcher.NumbersAsDoubles) {
+		if kind.EqualJSON(w, s, kind.NumbersAsDoubles) {
 			return nil
 		}
 		return fmt.Errorf("the input differs from the wire's")
@@ -98,7 +98,7 @@ func matchInput(tool string, wire, shown json.RawMessage, place seen, cwd, home 
 // sameValue: equal, or equal once coerced from a string, or (resolving)
 // the same path once resolved the hook's way.
 func sameValue(key string, wire, shown any, resolve bool, cwd, home string) bool {
-	if launcher.EqualJSON(wire, shown, launcher.NumbersAsDoubles) {
+	if kind.EqualJSON(wire, shown, kind.NumbersAsDoubles) {
 		return true
 	}
 	str, isStr := wire.(string)
@@ -107,7 +107,7 @@ func sameValue(key string, wire, shown any, resolve bool, cwd, home string) bool
 	}
 	switch v := shown.(type) {
 	case json.Number:
-		return launcher.NumbersAsDoubles(json.Number(strings.TrimSpace(str)), v)
+		return kind.NumbersAsDoubles(json.Number(strings.TrimSpace(str)), v)
 	case bool:
 		return str == strconv.FormatBool(v)
 	case string:
@@ -156,7 +156,7 @@ func hookForm(tool string, input json.RawMessage, cwd, home string) json.RawMess
 	if strings.HasPrefix(tool, "mcp__") {
 		return input
 	}
-	v, err := launcher.DecodeJSON(orNull(input))
+	v, err := kind.DecodeJSON(orNull(input))
 	m, ok := v.(map[string]any)
 	if err != nil || !ok {
 		return input
@@ -227,17 +227,17 @@ func orNull(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-var _ launcher.WireMatcher = Kind{}
+var _ kind.WireMatcher = Kind{}
 
 // MatchRequest holds a request of the hook or of the owned surface's
 // server to the model's call: the same tool and an input Claude Code would
 // have made of the wire's (the server's input has its null optional fields
 // taken out, as mcp-serve does).
-func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.Plan) error {
-	name, wire, shown := req.Tool, launcher.WireInput(call), req.Input
+func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
+	name, wire, shown := req.Tool, kind.WireInput(call), req.Input
 	if req.Seam == record.SeamOwnedTool {
 		name = OwnedPrefix + req.Tool
-		wire, shown = launcher.DropNulls(wire), launcher.DropNulls(shown)
+		wire, shown = kind.DropNulls(wire), kind.DropNulls(shown)
 	}
 	if name != call.Name {
 		return fmt.Errorf("the wire's call is %s, not %s", call.Name, name)
@@ -250,11 +250,11 @@ func MatchLine(call loopback.Call, name string, input json.RawMessage) error {
 	if name != call.Name {
 		return fmt.Errorf("the wire's call is %s, not %s", call.Name, name)
 	}
-	return matchInput(name, launcher.WireInput(call), input, atLine, "", "")
+	return matchInput(name, kind.WireInput(call), input, atLine, "", "")
 }
 
 // envOf is a variable of the plan's environment.
-func envOf(plan *launcher.Plan, key string) string {
+func envOf(plan *kind.Plan, key string) string {
 	for _, kv := range plan.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
 			return v

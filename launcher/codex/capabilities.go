@@ -7,7 +7,7 @@
 package codex
 
 import (
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -22,26 +22,26 @@ const Pin = "0.169.0"
 // kill by interrupt (turn/interrupt) and halt. frame.set stays refused: a
 // codex session runs the task's one turn, so a frame for the next turn
 // would never be in force.
-func Capabilities() *launcher.Capabilities {
-	s := launcher.Str
-	return &launcher.Capabilities{
-		Adapter:        launcher.AdapterName{ID: "codex", Class: "harness"},
+func Capabilities() *kind.Capabilities {
+	s := kind.Str
+	return &kind.Capabilities{
+		Adapter:        kind.AdapterName{ID: "codex", Class: "harness"},
 		VersionsPinned: []string{Pin},
-		Tiers: launcher.Tiers{
-			Registration: launcher.Delivered, Call: launcher.Delivered,
-			Turn: launcher.Delivered, Kill: launcher.Delivered,
+		Tiers: kind.Tiers{
+			Registration: kind.Delivered, Call: kind.Delivered,
+			Turn: kind.Delivered, Kill: kind.Delivered,
 		},
-		Commands: map[string]launcher.CommandSupport{
-			"tool.decide":    launcher.Honoured,
-			"interrupt":      launcher.Honoured,
-			"halt":           launcher.Honoured,
-			"steer":          launcher.Honoured,
-			"message.inject": launcher.Honoured,
-			"frame.set":      launcher.RefusedWith(record.UnsupportedControl),
-			"permission.set": launcher.RefusedWith(record.UnsupportedControl),
+		Commands: map[string]kind.CommandSupport{
+			"tool.decide":    kind.Honoured,
+			"interrupt":      kind.Honoured,
+			"halt":           kind.Honoured,
+			"steer":          kind.Honoured,
+			"message.inject": kind.Honoured,
+			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
+			"permission.set": kind.RefusedWith(record.UnsupportedControl),
 		},
-		DecisionModes: map[string]launcher.Status{
-			"frame": launcher.Delivered, "ask": launcher.Delivered, "observe": launcher.Delivered,
+		DecisionModes: map[string]kind.Status{
+			"frame": kind.Delivered, "ask": kind.Delivered, "observe": kind.Delivered,
 		},
 		Rendering: map[string]*string{
 			"file.read": nil, "file.write": s(PatchTool), "file.edit": s(PatchTool),

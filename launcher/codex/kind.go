@@ -7,7 +7,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/mcpserve"
 	"github.com/metaharness/metaharness/record"
@@ -20,12 +20,12 @@ import (
 type Kind struct{}
 
 var (
-	_ launcher.Runner      = Kind{}
-	_ launcher.Replayer    = Kind{}
-	_ launcher.Observer    = Kind{}
-	_ launcher.Preflighter = Kind{}
-	_ launcher.FlagProber  = Kind{}
-	_ launcher.SpecChecker = Kind{}
+	_ kind.Runner      = Kind{}
+	_ kind.Replayer    = Kind{}
+	_ kind.Observer    = Kind{}
+	_ kind.Preflighter = Kind{}
+	_ kind.FlagProber  = Kind{}
+	_ kind.SpecChecker = Kind{}
 )
 
 // memory: codex reads AGENTS.md (AGENTS.override.md in its place) in the
@@ -34,8 +34,8 @@ var (
 // out of its loader, so one found there is a gap (SPEC §5.2).
 var memory = attest.Memory{Shapes: []string{"AGENTS.md", "AGENTS.override.md", "CLAUDE.md"}}
 
-func (Kind) Descriptor() *launcher.Descriptor {
-	return &launcher.Descriptor{
+func (Kind) Descriptor() *kind.Descriptor {
+	return &kind.Descriptor{
 		Name: "codex", Binary: "codex", Capabilities: Capabilities(),
 		Install:        "run scripts/install-node-tools --link in the metaharness clone: it links the pinned Codex's native binary (" + Pin + ") into ~/.local/bin",
 		ContextChannel: ContextChannel,
@@ -45,8 +45,8 @@ func (Kind) Descriptor() *launcher.Descriptor {
 		RecordFormat: RecordFormat,
 		Memory:       memory,
 		Confined:     true,
-		Rules: launcher.Rules{Credentials: map[launcher.Credentials]string{
-			launcher.CredentialsOperatorLogin: "is not built for codex: copying the operator's auth.json into the scratch CODEX_HOME waits for its custody rules (and a ChatGPT-plan login is never carried); use loopback with --token-env or --token-file, api-key or none",
+		Rules: kind.Rules{Credentials: map[kind.Credentials]string{
+			kind.CredentialsOperatorLogin: "is not built for codex: copying the operator's auth.json into the scratch CODEX_HOME waits for its custody rules (and a ChatGPT-plan login is never carried); use loopback with --token-env or --token-file, api-key or none",
 		}},
 		// Catalogue entries become app-server dynamic tools under their mcp
 		// rendering, and app-server refuses these names at thread/start.
@@ -57,20 +57,20 @@ func (Kind) Descriptor() *launcher.Descriptor {
 	}
 }
 
-func (Kind) Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func (Kind) Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	return Plan(spec, w)
 }
 
 // CheckSpec refuses, before anything starts, the flags app-server has no
 // knob for; the plan refuses them too, so a C1 vector shows it.
-func (Kind) CheckSpec(spec *launcher.Spec) error { return refuseFlags(spec) }
+func (Kind) CheckSpec(spec *kind.Spec) error { return refuseFlags(spec) }
 
 // VendorTimeout: app-server waits for an answer to an approval or a tool
 // call without bound; the run bounds it as it does Claude Code's hook, so
 // that an unanswered call is denied by metaharness's own deadline (55 s).
 func (Kind) VendorTimeout() time.Duration { return 60 * time.Second }
 
-func (Kind) NewTranscript() launcher.Transcript { return NewReader() }
+func (Kind) NewTranscript() kind.Transcript { return NewReader() }
 
 // CloseReason: completed when the task's turn completed, error for a turn
 // that failed or was interrupted, and when no turn ended.

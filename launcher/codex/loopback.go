@@ -3,11 +3,11 @@ package codex
 import (
 	"fmt"
 
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
-var _ launcher.ModelProvider = Kind{}
+var _ kind.ModelProvider = Kind{}
 
 // LoopbackEnv holds the placeholder under KeyEnv (when it is the child's
 // key; else the provider entry sends it in the run header), beside the

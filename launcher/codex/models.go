@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // observed is what Observe saw of the codex binary: World.Vendor's shape.
@@ -102,7 +102,7 @@ const maxModelsOutput = 16 << 20
 // bundled model catalog (`codex debug models --bundled`, no network, no
 // credential) for the slug the run will use. Both are facts about the
 // installed binary, taken before the plan so that the plan stays pure.
-func (Kind) Observe(ctx context.Context, spec *launcher.Spec, w *launcher.World) error {
+func (Kind) Observe(ctx context.Context, spec *kind.Spec, w *kind.World) error {
 	native, err := nativeBinary(w.Binary)
 	if err != nil {
 		return err
@@ -114,10 +114,10 @@ func (Kind) Observe(ctx context.Context, spec *launcher.Spec, w *launcher.World)
 	}
 	probe := filepath.Join(w.Scratch, "codex-probe")
 	if err := os.Mkdir(probe, 0o700); err != nil {
-		return exit.Wrap(launcher.RefuseScratchWrite, err, "creating %s", probe)
+		return exit.Wrap(kind.RefuseScratchWrite, err, "creating %s", probe)
 	}
 	defer os.RemoveAll(probe)
-	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + launcher.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
+	models, err := bundledModels(ctx, w.Binary, []string{"PATH=" + kind.ChildPath(w.Env["HOME"]), "HOME=" + probe, "CODEX_HOME=" + probe})
 	if err != nil {
 		return err
 	}

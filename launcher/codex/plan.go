@@ -10,7 +10,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -117,12 +117,12 @@ type UserInput struct {
 // with no catalogue, codex's shell and patch tools behind approvals), the
 // model catalog override for a bundled slug, and the conversation's
 // opening.
-func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
+func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if err := refuseFlags(spec); err != nil {
 		return nil, err
 	}
 	if spec.Cwd == "" && len(w.MemoryAbove) > 0 {
-		return nil, exit.Refuse(launcher.RefuseMemoryFileAboveCWD,
+		return nil, exit.Refuse(kind.RefuseMemoryFileAboveCWD,
 			"memory file(s) %s sit above the scratch working directory, where codex's project-doc walk can reach them; remove them or run from a scratch root with none above it",
 			strings.Join(w.MemoryAbove, ", "))
 	}
@@ -149,7 +149,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	catalogPath := filepath.Join(w.Scratch, "model-catalog.json")
 
 	env := map[string]string{
-		"PATH":       launcher.ChildPath(w.Env["HOME"]),
+		"PATH":       kind.ChildPath(w.Env["HOME"]),
 		"HOME":       filepath.Join(w.Scratch, "home"),
 		"CODEX_HOME": codexHome,
 		"TMPDIR":     filepath.Join(w.Scratch, "tmp"),
@@ -167,7 +167,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if native {
 		approval = "untrusted"
 	}
-	files := []launcher.File{}
+	files := []kind.File{}
 	catalog := ""
 	if len(obs.Model) > 0 {
 		override, err := catalogOverride(model, obs.Model, native)
@@ -175,7 +175,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 			return nil, err
 		}
 		catalog = catalogPath
-		files = append(files, launcher.File{Path: catalogPath, Mode: 0o600, Content: override})
+		files = append(files, kind.File{Path: catalogPath, Mode: 0o600, Content: override})
 	}
 	// The config file no longer takes "untrusted"; the thread does, and
 	// the thread's policy is the one in force.
@@ -184,7 +184,7 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 		configApproval = "on-request"
 	}
 	config := configTOML(spec, model, provider, configApproval, sandbox, catalog, native)
-	files = append([]launcher.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
+	files = append([]kind.File{{Path: filepath.Join(codexHome, "config.toml"), Mode: 0o600, Content: config}}, files...)
 
 	open := Opening{
 		Initialize: InitializeParams{
@@ -210,16 +210,16 @@ func Plan(spec *launcher.Spec, w *launcher.World) (*launcher.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	files = append(files, launcher.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
+	files = append(files, kind.File{Path: filepath.Join(w.Scratch, sessionFile), Mode: 0o600, Content: string(b) + "\n"})
 
-	conf := launcher.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
-	files = append(files, launcher.LoginShellSandbox(conf, w, env["HOME"], vendorOnly)...)
+	conf := kind.Confinement(spec, w, []string{codexHome}, installDir(w.Binary))
+	files = append(files, kind.LoginShellSandbox(conf, w, env["HOME"], vendorOnly)...)
 	claim := attestation(spec, w, cwd, codexHome, credHow, native, env)
-	launcher.AttestConfinement(claim, conf, spec, w)
-	return &launcher.Plan{
+	kind.AttestConfinement(claim, conf, spec, w)
+	return &kind.Plan{
 		Program:     w.Binary,
 		Args:        []string{"app-server", "--strict-config"},
-		Env:         launcher.SortedEnv(env),
+		Env:         kind.SortedEnv(env),
 		Dir:         cwd,
 		StdinPipe:   true,
 		Dirs:        []string{codexHome},
@@ -242,18 +242,18 @@ func installDir(binary string) string {
 }
 
 // refuseFlags names the run flags app-server has no knob for.
-func refuseFlags(spec *launcher.Spec) error {
+func refuseFlags(spec *kind.Spec) error {
 	switch {
 	case spec.MaxTurns > 0:
 		return exit.Refuse(RefuseOptionUnsupported, "--max-turns %d on codex: app-server has no bound on the model requests of a turn, and stopping the child after N would be a different thing; drop --max-turns (interrupt or halt the run instead)", spec.MaxTurns)
 	case spec.MaxBudgetUSD != "":
 		return exit.Refuse(RefuseOptionUnsupported, "--max-budget-usd %s on codex: app-server prices nothing, so no budget can be held; drop --max-budget-usd", spec.MaxBudgetUSD)
-	case spec.ToolSurface == launcher.SurfaceOwned && spec.Catalogue == "":
-		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
+	case spec.ToolSurface == kind.SurfaceOwned && spec.Catalogue == "":
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--tool-surface owned on codex without --catalogue: codex is given owned tools only as a catalogue's entries (app-server dynamic tools); add --catalogue FILE, or drop the flag for codex's native tools")
 	case len(spec.AllowProgs) > 0 && spec.Catalogue == "":
-		return exit.Refuse(launcher.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
-	case spec.ModelEndpoint != "" && spec.Credentials == launcher.CredentialsAPIKey:
-		return exit.Refuse(launcher.RefuseEndpointWithCredential,
+		return exit.Refuse(kind.RefuseToolSurfaceUnsupported, "--allow-program %s on codex without --catalogue: declared programs are started by the default verbs' run entry, and codex is given owned tools only as a catalogue's entries (app-server dynamic tools), which publish no run entry; drop --allow-program (codex's own shell command is decided as shell)", spec.AllowProgs[0])
+	case spec.ModelEndpoint != "" && spec.Credentials == kind.CredentialsAPIKey:
+		return exit.Refuse(kind.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials api-key would send OPENAI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
 	}
 	return nil
@@ -269,13 +269,13 @@ type provider struct {
 
 // providerFor picks the provider entry for the run's credentials, puts what
 // it needs into the child's environment, and says how for H4.
-func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) (provider, string, error) {
+func providerFor(spec *kind.Spec, w *kind.World, env map[string]string) (provider, string, error) {
 	root := openaiRoot
 	if spec.ModelEndpoint != "" {
 		root = spec.ModelEndpoint
 	}
 	switch spec.Credentials {
-	case launcher.CredentialsLoopback:
+	case kind.CredentialsLoopback:
 		if w.LoopbackURL == "" || len(w.LoopbackEnv) == 0 {
 			return provider{}, "", fmt.Errorf("internal: --credentials loopback planned without a started proxy")
 		}
@@ -283,15 +283,15 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 			env[k] = v
 		}
 		return provider{ProviderID, w.LoopbackURL, KeyEnv, nil}, spec.Credentials.Held(KeyEnv), nil
-	case launcher.CredentialsAPIKey:
+	case kind.CredentialsAPIKey:
 		key, ok := w.Env["OPENAI_API_KEY"]
 		if !ok || key == "" {
-			return provider{}, "", exit.Refuse(launcher.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
+			return provider{}, "", exit.Refuse(kind.RefuseAPIKeyMissing, "--credentials api-key reads OPENAI_API_KEY from metaharness's environment, and it is not set; export it, or use --credentials loopback")
 		}
 		env["OPENAI_API_KEY"] = key
 		p, how := proxiedProvider(provider{apiKeyProviderID, root, "OPENAI_API_KEY", nil}, w, env)
 		return p, spec.Credentials.Held("OPENAI_API_KEY") + how, nil
-	case launcher.CredentialsNone:
+	case kind.CredentialsNone:
 		p, how := proxiedProvider(provider{endpointProviderID, root, "", nil}, w, env)
 		return p, spec.Credentials.Held("") + ": its provider entry names no env_key, so no authorization header is sent" + how, nil
 	}
@@ -301,7 +301,7 @@ func providerFor(spec *launcher.Spec, w *launcher.World, env map[string]string) 
 // proxiedProvider points p at the run's loopback proxy when it has one in
 // front of a child whose credential is its own: the proxy's base URL, the
 // run header, the egress gate's variables.
-func proxiedProvider(p provider, w *launcher.World, env map[string]string) (provider, string) {
+func proxiedProvider(p provider, w *kind.World, env map[string]string) (provider, string) {
 	if w.LoopbackURL == "" || w.RunHeader == "" {
 		return p, ""
 	}
@@ -333,7 +333,7 @@ func providerTable(t *toml, p provider) {
 // together they leave the model only the dynamic tools (or, natively, the
 // shell and apply_patch), send nothing but POST …/responses, and never
 // retry without bound.
-func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox, catalog string, native bool) string {
+func configTOML(spec *kind.Spec, model string, p provider, approval, sandbox, catalog string, native bool) string {
 	var t toml
 	t.comment("Written by metaharness for one governed run; removed with the scratch tree.\nTop-level keys come first: a key written after a [table] header belongs to that table.")
 	top := []kv{
@@ -371,19 +371,19 @@ func configTOML(spec *launcher.Spec, model string, p provider, approval, sandbox
 	return t.String()
 }
 
-func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow string, native bool, env map[string]string) *attest.Claim {
+func attestation(spec *kind.Spec, w *kind.World, cwd, codexHome, credHow string, native bool, env map[string]string) *attest.Claim {
 	c := attest.NewClaim(string(spec.Hermetic), string(spec.Decisions))
 	c.Impose(attest.H1a, "CODEX_HOME="+codexHome+", a config home metaharness created holding only its config.toml, with [features] plugins and apps off and bundled skills off; no plugin is declared")
 	c.Impose(attest.H1b, "the scratch config.toml sets no personality, so codex keeps the model's default instructions")
 	c.Unavailable(attest.H2, "codex also reads the system layer /etc/codex/config.toml beside the scratch CODEX_HOME, and no app-server flag excludes it (project layers need a trust entry, which the scratch config has none of)")
-	c.Impose(attest.H3, launcher.EnvRow(env, nil))
+	c.Impose(attest.H3, kind.EnvRow(env, nil))
 	c.Impose(attest.H4, credHow)
 	if native {
 		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the model has codex's own tools, each command and patch asked of the run")
 	} else {
 		c.Impose(attest.H5, "the scratch config.toml declares no [mcp_servers]; the catalogue's entries reach the model as app-server dynamic tools, answered by the run itself")
 	}
-	if spec.Credentials == launcher.CredentialsLoopback {
+	if spec.Credentials == kind.CredentialsLoopback {
 		c.Impose(attest.H6, "no auth.json in the scratch CODEX_HOME; the token stays with the loopback proxy")
 	} else {
 		c.Impose(attest.H6, "no credential file is copied into the scratch CODEX_HOME")
@@ -399,8 +399,8 @@ func attestation(spec *launcher.Spec, w *launcher.World, cwd, codexHome, credHow
 	} else if spec.Cwd != "" {
 		c.Add(attest.H7, fmt.Sprintf("; codex's sandbox is workspace-write on %s (/tmp and $TMPDIR excluded); with only the catalogue's tools the model has no shell, and the catalogue's writes are performed by metaharness beneath the cwd", cwd))
 	}
-	launcher.ClaimGate(c, spec, w)
-	launcher.ClaimWire(c, w, "codex")
+	kind.ClaimGate(c, spec, w)
+	kind.ClaimWire(c, w, "codex")
 	if spec.Decisions == frame.ModeObserve {
 		c.Ambient("observe mode: every call is allowed; an approved codex command runs outside codex's sandbox")
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/newfile"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // Preflight puts the written scratch config to the binary itself:
@@ -20,11 +20,11 @@ import (
 // environment and directory, loads the configuration the way the session
 // will and exits without serving. A config it rejects is refused naming
 // the file, the line and the key, before any session starts.
-func (Kind) Preflight(ctx context.Context, plan *launcher.Plan) error {
+func (Kind) Preflight(ctx context.Context, plan *kind.Plan) error {
 	return preflight(ctx, plan)
 }
 
-func preflight(ctx context.Context, plan *launcher.Plan) error {
+func preflight(ctx context.Context, plan *kind.Plan) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, plan.Program, "app-server", "--strict-config", "--print-startup-config")
@@ -67,13 +67,13 @@ func preflight(ctx context.Context, plan *launcher.Plan) error {
 // --cwd, an effort, a context block) for the installed binary's default
 // model to that binary's --strict-config, the way a run's preflight does.
 func (k Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) ([]string, []string, error) {
-	spec := &launcher.Spec{Kind: "codex", Prompt: "doctor", Credentials: launcher.CredentialsNone, Decisions: "frame", Hermetic: "off",
+	spec := &kind.Spec{Kind: "codex", Prompt: "doctor", Credentials: kind.CredentialsNone, Decisions: "frame", Hermetic: "off",
 		Effort: "low", Cwd: filepath.Join(scratch, "work"), Catalogue: "doctor.yaml"}
-	w := &launcher.World{
+	w := &kind.World{
 		Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: binary, Self: filepath.Join(scratch, "metaharness"),
 		DecisionSocket: filepath.Join(scratch, "decisions.sock"), CatalogueCopy: filepath.Join(scratch, "catalogue.json"),
 		CatalogueTools: []string{"read_file"}, Context: "doctor",
-		CatalogueDecls: []launcher.ToolDecl{{Name: "read_file", Summary: "doctor", Input: json.RawMessage(`{"type":"object"}`)}},
+		CatalogueDecls: []kind.ToolDecl{{Name: "read_file", Summary: "doctor", Input: json.RawMessage(`{"type":"object"}`)}},
 	}
 	for _, d := range []string{"home", "tmp", "work"} {
 		if err := os.MkdirAll(filepath.Join(scratch, d), 0o700); err != nil {
@@ -105,7 +105,7 @@ func (k Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string
 }
 
 // modelOf is the model the plan's config names.
-func modelOf(plan *launcher.Plan) string {
+func modelOf(plan *kind.Plan) string {
 	for _, f := range plan.Files {
 		if strings.HasSuffix(f.Path, "/"+sessionFile) {
 			var o Opening

@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"io"
 	"strconv"
 	"sync"
-
-	"github.com/metaharness/metaharness/launcher"
 )
 
 // maxLine bounds one JSON-RPC line from app-server (an item with a
 // command's whole output is the longest codex writes).
-const maxLine = launcher.MaxVendorLine
+const maxLine = kind.MaxVendorLine
 
 // errClosed: app-server's stdout ended before it answered.
 var errClosed = errors.New("codex app-server closed its stdout before answering")
@@ -153,7 +152,7 @@ func (c *conn) closeInput() {
 // readFrom reads app-server's stdout to its end. long is called for a line
 // past maxLine, which is dropped.
 func (c *conn) readFrom(out io.Reader, long func()) {
-	launcher.EachLine(out, maxLine, c.received, long)
+	kind.EachLine(out, maxLine, c.received, long)
 	c.mu.Lock()
 	c.closed = true
 	for id, ch := range c.pending {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -36,9 +36,9 @@ const stopGrace = 2 * time.Second
 // checked scratch copy), an approval of a native command or patch is
 // decided by the engine at the control_request seam; it turns interrupt,
 // halt, steer and message.inject into turn/interrupt and turn/steer.
-func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Services) launcher.Session {
+func (Kind) NewSession(spec *kind.Spec, plan *kind.Plan, run kind.Services) kind.Session {
 	s := &session{run: run, reader: NewReader(), turnDone: make(chan struct{})}
-	s.check = launcher.NewRecordCheck("codex app-server", run, func(call loopback.Call, ev *record.ToolRequested) error {
+	s.check = kind.NewRecordCheck("codex app-server", run, func(call loopback.Call, ev *record.ToolRequested) error {
 		return Kind{}.MatchRequest(call, decide.Request{Seam: ev.Seam, CallID: ev.CallID, Tool: ev.Name, Input: ev.Input}, plan)
 	}, lastText)
 	s.callsDone = sync.NewCond(&s.mu)
@@ -51,12 +51,12 @@ func (Kind) NewSession(spec *launcher.Spec, plan *launcher.Plan, run launcher.Se
 }
 
 type session struct {
-	run     launcher.Services
+	run     kind.Services
 	open    Opening
 	openErr error
 	conn    *conn
-	reader  *Reader               // read by the loop goroutine only
-	check   *launcher.RecordCheck // the reader's events held to the wire, by the loop
+	reader  *Reader           // read by the loop goroutine only
+	check   *kind.RecordCheck // the reader's events held to the wire, by the loop
 
 	mu       sync.Mutex
 	threadID string
@@ -76,12 +76,12 @@ type session struct {
 
 // Drive converses with app-server until the task's turn ends (or the child
 // does), then closes its stdin and reads its stdout to the end.
-func (s *session) Drive(ctx context.Context, p launcher.Pipes) *record.SessionEnded {
+func (s *session) Drive(ctx context.Context, p kind.Pipes) *record.SessionEnded {
 	s.conn = newConn(p.Stdin, p.Transcript)
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		s.conn.readFrom(p.Stdout, func() { s.run.Emit("", launcher.LineTooLong("codex app-server")) })
+		s.conn.readFrom(p.Stdout, func() { s.run.Emit("", kind.LineTooLong("codex app-server")) })
 	}()
 	loop := make(chan struct{})
 	go func() {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/metaharness/metaharness/internal/jsonscan"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -119,7 +119,7 @@ func (r *Reader) Input(callID string) (string, json.RawMessage, bool) {
 func (r *Reader) ThreadID() string { return r.threadID }
 
 // Read maps one transcript line.
-func (r *Reader) Read(raw []byte) []launcher.Item {
+func (r *Reader) Read(raw []byte) []kind.Item {
 	r.line++
 	raw = bytes.TrimRight(raw, "\r\n")
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -127,7 +127,7 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 	}
 	var m message
 	if err := jsonscan.Unmarshal(raw, &m); err != nil {
-		return []launcher.Item{{Event: r.opaque(raw, nil, nil)}}
+		return []kind.Item{{Event: r.opaque(raw, nil, nil)}}
 	}
 	at := ""
 	if m.EmittedAtMs != nil {
@@ -150,9 +150,9 @@ func (r *Reader) Read(raw []byte) []launcher.Item {
 		// stream already, from the seam that made it.
 		return nil
 	}
-	items := make([]launcher.Item, len(out))
+	items := make([]kind.Item, len(out))
 	for i, e := range out {
-		items[i] = launcher.Item{At: at, Event: e}
+		items[i] = kind.Item{At: at, Event: e}
 	}
 	return items
 }

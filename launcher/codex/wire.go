@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -20,16 +20,16 @@ import (
 // CMD` (-c with login false) quoted the shlex way; a patch's approval the
 // apply_patch custom call's id, its paths in the item before it.
 
-var _ launcher.WireMatcher = Kind{}
+var _ kind.WireMatcher = Kind{}
 
 // MatchRequest holds a request to the model's call.
-func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.Plan) error {
+func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *kind.Plan) error {
 	switch {
 	case req.Seam == record.SeamOwnedTool:
 		if call.Name != req.Tool {
 			return fmt.Errorf("the wire's call is %s, not %s", call.Name, req.Tool)
 		}
-		return sameJSON(launcher.DropNulls(launcher.WireInput(call)), launcher.DropNulls(req.Input))
+		return sameJSON(kind.DropNulls(kind.WireInput(call)), kind.DropNulls(req.Input))
 	case req.Tool == ShellTool:
 		return matchCommand(call, req.Input, plan.Dir)
 	case req.Tool == PatchTool:
@@ -42,9 +42,9 @@ func (Kind) MatchRequest(call loopback.Call, req decide.Request, plan *launcher.
 }
 
 func sameJSON(a, b json.RawMessage) error {
-	x, errA := launcher.DecodeJSON(a)
-	y, errB := launcher.DecodeJSON(b)
-	if errA != nil || errB != nil || !launcher.EqualJSON(x, y, launcher.NumbersExact) {
+	x, errA := kind.DecodeJSON(a)
+	y, errB := kind.DecodeJSON(b)
+	if errA != nil || errB != nil || !kind.EqualJSON(x, y, kind.NumbersExact) {
 		return fmt.Errorf("the arguments differ from the wire's")
 	}
 	return nil
@@ -65,7 +65,7 @@ func matchCommand(call loopback.Call, input json.RawMessage, threadCwd string) e
 		Command string `json:"command"`
 		Cwd     string `json:"cwd"`
 	}
-	if json.Unmarshal(launcher.WireInput(call), &args) != nil || args.Cmd == nil {
+	if json.Unmarshal(kind.WireInput(call), &args) != nil || args.Cmd == nil {
 		return fmt.Errorf("the wire's arguments name no cmd")
 	}
 	if json.Unmarshal(input, &asked) != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/internal/decide"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 	"github.com/metaharness/metaharness/record"
 )
@@ -13,7 +13,7 @@ import (
 // TestMatchRequest holds app-server's requests to the model's calls as
 // codex 0.169 was seen to show them (docs/wire-facts.md B5, B6).
 func TestMatchRequest(t *testing.T) {
-	plan := &launcher.Plan{Dir: "/work/tree"}
+	plan := &kind.Plan{Dir: "/work/tree"}
 	exec := func(args string) loopback.Call {
 		return loopback.Call{ID: "call_0", Name: ShellTool, Input: json.RawMessage(args), InputForm: loopback.InputJSON}
 	}

@@ -1,8 +1,8 @@
 // Package kinds is the table of kinds: the one place that names every
 // launcher/<kind> package. The verbs (run, capabilities, doctor,
 // conformance, project) look a kind up here and go through its descriptor
-// and the launcher interfaces it implements, so adding a kind is one folder
-// and one row below.
+// and the launcher/kind interfaces it implements, so adding a kind is one
+// folder and one row below.
 //
 // The table is a slice rather than a map so that it has an order: help,
 // enums and messages list the kinds as the table does (claude, codex,
@@ -16,21 +16,21 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // table lists every kind, one row each.
-var table = []launcher.Kind{
+var table = []kind.Kind{
 	claude.Kind{},
 	codex.Kind{},
 	b10x.Kind{},
 }
 
 // Lookup returns the kind named name.
-func Lookup(name string) (launcher.Kind, bool) {
+func Lookup(name string) (kind.Kind, bool) {
 	for _, k := range table {
 		if k.Descriptor().Name == name {
 			return k, true
@@ -40,7 +40,7 @@ func Lookup(name string) (launcher.Kind, bool) {
 }
 
 // All lists the kinds in table order.
-func All() []launcher.Kind { return slices.Clone(table) }
+func All() []kind.Kind { return slices.Clone(table) }
 
 // Names lists the kinds' names in table order.
 func Names() []string {
@@ -53,9 +53,9 @@ func Names() []string {
 
 // ByRecordFormat returns the kind whose raw record is format (project
 // --from), and whether one is.
-func ByRecordFormat(format string) (launcher.Replayer, bool) {
+func ByRecordFormat(format string) (kind.Replayer, bool) {
 	for _, k := range table {
-		if r, ok := k.(launcher.Replayer); ok && format != "" && k.Descriptor().RecordFormat == format {
+		if r, ok := k.(kind.Replayer); ok && format != "" && k.Descriptor().RecordFormat == format {
 			return r, true
 		}
 	}
@@ -66,7 +66,7 @@ func ByRecordFormat(format string) (launcher.Replayer, bool) {
 func RecordFormats() []string {
 	var out []string
 	for _, k := range table {
-		if _, ok := k.(launcher.Replayer); ok && k.Descriptor().RecordFormat != "" {
+		if _, ok := k.(kind.Replayer); ok && k.Descriptor().RecordFormat != "" {
 			out = append(out, k.Descriptor().RecordFormat)
 		}
 	}
@@ -87,12 +87,12 @@ type Flags struct {
 	B10x b10x.Flags `embed:"" group:"b10x only (refused on claude and codex)"`
 }
 
-// Given is what the spec carries of f (launcher.Spec.KindFlags): the only
+// Given is what the spec carries of f (kind.Spec.KindFlags): the only
 // kind with flags of its own is b10x.
-func (f *Flags) Given() launcher.KindFlags { return &f.B10x }
+func (f *Flags) Given() kind.KindFlags { return &f.B10x }
 
 // FlagsOf is what a spec carries of each kind's flags, as the CLI's Flags.
-func FlagsOf(s *launcher.Spec) Flags {
+func FlagsOf(s *kind.Spec) Flags {
 	var f Flags
 	if b, ok := s.KindFlags.(*b10x.Flags); ok && b != nil {
 		f.B10x = *b
@@ -100,10 +100,10 @@ func FlagsOf(s *launcher.Spec) Flags {
 	return f
 }
 
-// Spec is a launcher.Spec as a C1 vector spells it: each kind's own flags
+// Spec is a kind.Spec as a C1 vector spells it: each kind's own flags
 // under the kind's name beside the kind-neutral fields, an empty object
 // when none was given.
-type Spec struct{ launcher.Spec }
+type Spec struct{ kind.Spec }
 
 // MarshalJSON writes the kind-neutral fields, then each flags kind's own.
 func (s Spec) MarshalJSON() ([]byte, error) {
@@ -112,7 +112,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	for _, k := range table {
-		fk, ok := k.(launcher.FlagsKind)
+		fk, ok := k.(kind.FlagsKind)
 		if !ok {
 			continue
 		}
@@ -138,9 +138,9 @@ func (s *Spec) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &fields); err != nil {
 		return err
 	}
-	var given launcher.KindFlags
+	var given kind.KindFlags
 	for _, k := range table {
-		fk, ok := k.(launcher.FlagsKind)
+		fk, ok := k.(kind.FlagsKind)
 		raw, present := fields[k.Descriptor().Name]
 		if !ok || !present {
 			continue

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/metaharness/metaharness/attest"
-	"github.com/metaharness/metaharness/launcher"
+	"github.com/metaharness/metaharness/launcher/kind"
 )
 
 // TestTable: each row's name is unique, agrees with its descriptor's
@@ -54,11 +54,11 @@ func TestDescriptorsAgree(t *testing.T) {
 		if (d.Capabilities.CatalogueRendering == nil) != (d.Catalogue.NotCarried != "") {
 			t.Errorf("%s: the catalogue rendering and the carriage disagree", d.Name)
 		}
-		if _, ok := k.(launcher.LoopbackClient); !ok && d.Rules.Credentials["loopback"] == "" {
+		if _, ok := k.(kind.LoopbackClient); !ok && d.Rules.Credentials["loopback"] == "" {
 			t.Errorf("%s has no loopback environment and does not refuse --credentials loopback", d.Name)
 		}
 		for mode, st := range d.Capabilities.DecisionModes {
-			if st == launcher.Absent && d.Rules.NoDecisions == "" {
+			if st == kind.Absent && d.Rules.NoDecisions == "" {
 				t.Errorf("%s lacks --decisions %s and gives no reason", d.Name, mode)
 			}
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
 
@@ -56,7 +56,7 @@ func TestLoopbackEnvs(t *testing.T) {
 	onSocket := startProxy(t, sock)
 	for _, k := range table {
 		name := k.Descriptor().Name
-		lc, ok := k.(launcher.LoopbackClient)
+		lc, ok := k.(kind.LoopbackClient)
 		if !ok {
 			if want[name] != nil {
 				t.Errorf("%s has no loopback environment", name)

@@ -1,6 +1,7 @@
-package launcher
+package kind
 
 import (
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -27,6 +28,16 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ChildPath is the PATH a child gets: the caller's ~/.local/bin, then the
+// system directories. The vendor binary is looked up on it, so what runs is
+// what the caller installed, never whatever their shell PATH finds first.
+func ChildPath(callerHome string) string {
+	if callerHome == "" {
+		return "/usr/local/bin:/usr/bin:/bin"
+	}
+	return filepath.Join(callerHome, ".local/bin") + ":/usr/local/bin:/usr/bin:/bin"
 }
 
 // ClaimGate claims H12: imposed when the run's loopback proxy stands

@@ -1,6 +1,8 @@
-package launcher
+package kind
 
 import (
+	"bufio"
+	"io"
 	"strings"
 	"testing"
 )
@@ -23,5 +25,21 @@ func TestEachLine(t *testing.T) {
 	EachLine(strings.NewReader(in), 300<<10, func(l []byte) { got = append(got, string(l)) }, func() { longs++ })
 	if len(got) != 5 || got[1] != long+"\n" || longs != 0 {
 		t.Errorf("with room for the long line: %d lines, %d too long", len(got), longs)
+	}
+}
+
+func TestReadBoundedDropsALongLine(t *testing.T) {
+	in := strings.Repeat("x", 300) + "\nshort\n"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16)
+	line, long, err := readBounded(br, 100)
+	if !long || line != nil || err != nil {
+		t.Fatalf("long line: %q %v %v", line, long, err)
+	}
+	line, long, err = readBounded(br, 100)
+	if long || string(line) != "short\n" || err != nil {
+		t.Fatalf("next line: %q %v %v", line, long, err)
+	}
+	if _, _, err := readBounded(br, 100); err != io.EOF {
+		t.Fatalf("at the end: %v", err)
 	}
 }

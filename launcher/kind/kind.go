@@ -1,4 +1,4 @@
-package launcher
+package kind
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type Descriptor struct {
 	// Memory is how the kind's loader treats memory files (H11, the walk
 	// before the spawn).
 	Memory attest.Memory
-	// Rules are what the kind accepts of a spec (checkSpec).
+	// Rules are what the kind accepts of a spec (the run's checkSpec).
 	Rules Rules
 	// Catalogue is how the kind carries --catalogue (the contract's
 	// run-time checks).
@@ -125,7 +125,8 @@ type Session interface {
 }
 
 // SpecChecker is a kind with refusals of its own that read only the spec.
-// Run calls CheckSpec after the kind-neutral checks, before anything starts.
+// The run calls CheckSpec after the kind-neutral checks, before anything
+// starts.
 type SpecChecker interface {
 	CheckSpec(spec *Spec) error
 }
@@ -136,8 +137,8 @@ type FlagsKind interface {
 }
 
 // Refuser is a session whose child can refuse its launch after the spawn,
-// before any model request (the b10x loop's refused record). Run closes the
-// stream and returns the refusal (exit 2) instead of an attestation.
+// before any model request (the b10x loop's refused record). The run closes
+// the stream and returns the refusal (exit 2) instead of an attestation.
 type Refuser interface {
 	Refusal() error
 }
@@ -209,10 +210,11 @@ type Services interface {
 	Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (text string, isError bool, err error)
 	// Stop ends the child's whole process group; it returns at once.
 	Stop()
-	// Verify holds a call the vendor asks about to the wire (wirecheck.go):
-	// nil for the model's call, else the deny to answer with (recorded,
-	// and counted apart from decisions). Decide and Perform verify
-	// already; a session that asks the engine itself calls it first.
+	// Verify holds a call the vendor asks about to the wire
+	// (launcher/wirecheck.go): nil for the model's call, else the deny to
+	// answer with (recorded, and counted apart from decisions). Decide and
+	// Perform verify already; a session that asks the engine itself calls
+	// it first.
 	Verify(req decide.Request) *record.Decision
 	// Wire is the proxy's view of what the model emitted, nil when the
 	// run's model traffic does not pass the proxy.

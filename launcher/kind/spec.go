@@ -1,4 +1,4 @@
-package launcher
+package kind
 
 import (
 	"time"
@@ -51,12 +51,12 @@ const (
 	OutputStatus Output = "status"
 )
 
-// defaultThrottleBudget is --throttle-budget when it is not given: how long
+// DefaultThrottleBudget is --throttle-budget when it is not given: how long
 // one model request may wait out the upstream's throttles before the run
 // stops on a 429 (exit 4). A minute covers the per-minute windows the
 // model APIs throttle in, and is a small part of a fleet session's time,
 // where a usage limit would cool the account down for hours.
-const defaultThrottleBudget = time.Minute
+const DefaultThrottleBudget = time.Minute
 
 // Spec is one run as the caller declared it: every `run` flag, kind-neutral.
 // The CLI fills it 1:1 from its flags; nothing here is read from the world.
@@ -126,11 +126,12 @@ type Spec struct {
 	OTLPEndpoint string `json:"otlp_endpoint,omitempty"`
 	// RecordsDir is --records-dir: an existing directory in which each run
 	// makes one new directory of its own, named by its run id, for the
-	// records no fleet variable names a place for (RunRecords).
+	// records no fleet variable names a place for (the run's runRecords).
 	RecordsDir string `json:"records_dir,omitempty"`
 	// SummaryFile and ArtifactsDir are a fleet's per-session places for a
-	// run's results (EnvSummaryFile, EnvArtifactsDir): the run summary, and
-	// the event stream and attestation. Empty when the fleet names none.
+	// run's results (launcher.EnvSummaryFile, EnvArtifactsDir): the run
+	// summary, and the event stream and attestation. Empty when the fleet
+	// names none.
 	SummaryFile  string `json:"summary_file,omitempty"`
 	ArtifactsDir string `json:"artifacts_dir,omitempty"`
 
@@ -157,7 +158,7 @@ type KindFlags interface {
 // Throttle is the throttle budget the run's proxy waits within.
 func (s *Spec) Throttle() time.Duration {
 	if s.ThrottleBudget == nil {
-		return defaultThrottleBudget
+		return DefaultThrottleBudget
 	}
 	return *s.ThrottleBudget
 }
@@ -192,7 +193,7 @@ type Plan struct {
 	// is no credential (a vendor that sends nothing without one); "" when
 	// there is none. H4 reads that source as no credential.
 	StandInCredential string `json:"stand_in_credential,omitempty"`
-	// Confinement is how the child is confined (launcher.Confinement), nil
+	// Confinement is how the child is confined (Confinement), nil
 	// when it is not.
 	Confinement *confine.Spec `json:"confinement"`
 	// DecisionChannel: the launch hands the child a program that asks the

@@ -1,4 +1,4 @@
-package launcher
+package kind
 
 import (
 	"encoding/json"
@@ -83,8 +83,8 @@ type World struct {
 	MemoryAbove  []string `json:"memory_above,omitempty"`
 	MemoryAtRoot []string `json:"memory_at_root,omitempty"`
 	// Git are the git directories outside a --cwd worktree that its .git
-	// file names (findGitDirs), which the child's view binds; nil when
-	// there are none, or none metaharness trusts.
+	// file names (the run's findGitDirs), which the child's view binds; nil
+	// when there are none, or none metaharness trusts.
 	Git *GitDirs `json:"git,omitempty"`
 	// Vendor is what the kind observed of its binary before planning
 	// (Observer), in the kind's own shape; absent when it observes nothing.
