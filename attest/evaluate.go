@@ -101,19 +101,23 @@ type Evaluation struct {
 // request for a call the model never made on the wire (or made once and
 // asked about twice, or with another name or input), a vendor line
 // claiming model output the wire does not hold, a call the model made that
-// no seam decided, a wire view too full to check against, and a model
+// no seam decided, a wire view too full to check against, a model
 // request through the proxy that was not the vendor's (refused, never
-// answered: one of its commands making calls of its own).
+// answered: one of its commands making calls of its own), and a decision
+// request at the run's decision endpoint that was not the vendor's (no
+// run's token, or a connection the vendor's process does not hold:
+// refused, never decided).
 const (
 	DecisionNotOnWire     = "DECISION_NOT_ON_WIRE"
 	RecordNotOnWire       = "RECORD_NOT_ON_WIRE"
 	CallNotDecided        = "CALL_NOT_DECIDED"
 	WireUnchecked         = "WIRE_UNCHECKED"
 	ModelRequestNotVendor = "MODEL_REQUEST_NOT_VENDOR"
+	DecisionNotVendor     = "DECISION_NOT_VENDOR"
 )
 
 // wireCodes are the codes H13 fails on.
-var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked, ModelRequestNotVendor}
+var wireCodes = []string{DecisionNotOnWire, RecordNotOnWire, CallNotDecided, WireUnchecked, ModelRequestNotVendor, DecisionNotVendor}
 
 // The warning codes of the hook check (H8), on a kind whose calls
 // metaharness decides at the vendor's own hook and whose record it holds

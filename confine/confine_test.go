@@ -390,7 +390,8 @@ func TestMountView(t *testing.T) {
 }
 
 // TestNetwork: inside, lo is up and the listeners the init opened (the
-// model route's and the gate's) are how the child reaches metaharness; a
+// model route's, the gate's and the decision endpoint's) are how the child
+// reaches metaharness; a
 // server in metaharness's namespace on any other loopback address is out
 // of reach.
 func TestNetwork(t *testing.T) {
@@ -409,7 +410,8 @@ func TestNetwork(t *testing.T) {
 	s.Namespaces = append(s.Namespaces, Net)
 	s.Listen = fmt.Sprintf("127.0.0.1:%d", port)
 	s.GateListen = fmt.Sprintf("127.0.0.1:%d", port+1)
-	i, err := New(s, helperCmd(self, "check", "dial:"+s.Listen, "dial:"+s.GateListen, "dial:127.9.9.9:80"))
+	s.DecisionListen = fmt.Sprintf("127.0.0.1:%d", port+2)
+	i, err := New(s, helperCmd(self, "check", "dial:"+s.Listen, "dial:"+s.GateListen, "dial:"+s.DecisionListen, "dial:127.9.9.9:80"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,11 +420,11 @@ func TestNetwork(t *testing.T) {
 	if err := i.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ln, gate := i.Listeners()
-	if ln == nil || gate == nil {
-		t.Fatalf("listeners from inside: %v, %v", ln, gate)
+	ls := i.Listeners()
+	if ls.Model == nil || ls.Gate == nil || ls.Decision == nil {
+		t.Fatalf("listeners from inside: %+v", ls)
 	}
-	for l, says := range map[net.Listener]string{ln: "PROXY", gate: "GATE"} {
+	for l, says := range map[net.Listener]string{ls.Model: "PROXY", ls.Gate: "GATE", ls.Decision: "DECIDE"} {
 		go func() {
 			_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, says) }))
 		}()
@@ -430,11 +432,12 @@ func TestNetwork(t *testing.T) {
 	if _, err := i.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	_ = ln.Close()
-	_ = gate.Close()
+	_ = ls.Model.Close()
+	_ = ls.Gate.Close()
+	_ = ls.Decision.Close()
 	got := lines(out.String())
-	if got["ok dial "+s.Listen] != `"PROXY"` || got["ok dial "+s.GateListen] != `"GATE"` {
-		t.Errorf("inside, %s and %s did not reach the listeners served outside:\n%s", s.Listen, s.GateListen, out.String())
+	if got["ok dial "+s.Listen] != `"PROXY"` || got["ok dial "+s.GateListen] != `"GATE"` || got["ok dial "+s.DecisionListen] != `"DECIDE"` {
+		t.Errorf("inside, %s, %s and %s did not reach the listeners served outside:\n%s", s.Listen, s.GateListen, s.DecisionListen, out.String())
 	}
 	if _, ok := got["no dial 127.9.9.9:80"]; !ok {
 		t.Errorf("inside, another loopback address was reachable:\n%s", out.String())

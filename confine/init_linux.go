@@ -32,15 +32,13 @@ func Main() int {
 	if err := setUp(&l.Spec); err != nil {
 		return failed(ctl, err)
 	}
-	if l.Spec.Listen != "" {
+	listeners := l.Spec.listeners()
+	if len(listeners) > 0 {
 		if err := loopbackUp(); err != nil {
 			return failed(ctl, err)
 		}
 	}
-	for _, ln := range []report{{Listening: l.Spec.Listen}, {Listening: l.Spec.GateListen, Gate: true}} {
-		if ln.Listening == "" {
-			continue
-		}
+	for _, ln := range listeners {
 		if err := handOverListener(ctl, ln); err != nil {
 			return failed(ctl, err)
 		}

@@ -86,8 +86,8 @@ func Probe(init string) (Controls, error) {
 	if err := i.Start(); err != nil {
 		return Controls{}, explain(err)
 	}
-	if i.ln != nil {
-		_ = i.ln.Close()
+	if i.ln.Model != nil {
+		_ = i.ln.Model.Close()
 	}
 	ex, err := i.Wait()
 	switch {

@@ -2,6 +2,7 @@ package confine
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -147,13 +148,17 @@ type Spec struct {
 	// file of the launch's own (the scratch tree's): the view's /etc/passwd,
 	// say. A target that does not exist is left alone.
 	Replaced []Replacement `json:"replaced,omitempty"`
-	// Listen and GateListen are the loopback addresses the init opens
-	// inside the child's network namespace and hands to metaharness, which
-	// serves the loopback proxy's model route on the one and its egress
-	// gate on the other ("" without a network namespace; GateListen "" for
-	// a proxy without a gate).
-	Listen     string `json:"listen,omitempty"`
-	GateListen string `json:"gate_listen,omitempty"`
+	// Listen, GateListen and DecisionListen are the loopback addresses the
+	// init opens inside the child's network namespace and hands to
+	// metaharness, which serves the loopback proxy's model route on the
+	// first, its egress gate on the second and the run's decision endpoint
+	// (a vendor's HTTP hook) on the third, each on a port of its own so
+	// that the command sandbox can let the agent's commands reach the gate
+	// alone ("" without a network namespace; GateListen "" for a proxy
+	// without a gate, DecisionListen "" for a vendor that posts no hook).
+	Listen         string `json:"listen,omitempty"`
+	GateListen     string `json:"gate_listen,omitempty"`
+	DecisionListen string `json:"decision_listen,omitempty"`
 	// FreshBytes bounds each Fresh tmpfs and ShmBytes the child's /dev/shm
 	// (tmpfs size=, and one inode per 4 KiB of it); 0 leaves the kernel's
 	// default, half the host's memory each.
@@ -240,8 +245,8 @@ func (s *Spec) Check() error {
 			}
 		}
 	}
-	if (s.Listen != "" || s.GateListen != "") && !s.Has(Net) {
-		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", s.Listen+s.GateListen)
+	if l := s.listeners(); len(l) > 0 && !s.Has(Net) {
+		return fmt.Errorf("confinement: a listener inside the child's network namespace (%s) needs that namespace", l[0].Listening)
 	}
 	if s.GateListen != "" && s.Listen == "" {
 		return fmt.Errorf("confinement: an egress gate (%s) without the model route it stands beside", s.GateListen)
@@ -253,6 +258,18 @@ func (s *Spec) Check() error {
 		return fmt.Errorf("confinement: the cgroup bounds need an absolute parent and positive limits (%+v)", *c)
 	}
 	return nil
+}
+
+// listeners are the listeners the init opens inside the child's network
+// namespace, as the reports it hands them over with.
+func (s *Spec) listeners() []report {
+	var out []report
+	for _, r := range []report{{Listening: s.Listen, Role: roleModel}, {Listening: s.GateListen, Role: roleGate}, {Listening: s.DecisionListen, Role: roleDecision}} {
+		if r.Listening != "" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Command is what the init starts inside the namespaces.
@@ -268,4 +285,11 @@ type Command struct {
 type Exit struct {
 	Code   *int `json:"code,omitempty"`
 	Signal *int `json:"signal,omitempty"`
+}
+
+// Listeners are the listeners an init opened inside its child's network
+// namespace (Spec.Listen, GateListen, DecisionListen), each nil without
+// one.
+type Listeners struct {
+	Model, Gate, Decision net.Listener
 }

@@ -30,8 +30,7 @@ type Init struct {
 	ctl    *os.File // our end of the control socket
 	child  []*os.File
 
-	ln      net.Listener // the model route's, then the gate's
-	gateLn  net.Listener
+	ln      Listeners
 	vendor  int         // the vendor's pid (its process group) here, 0 unknown
 	reports chan report // after Started: the exit report, then closed
 	cgroup  string      // the child's own cgroup (Spec.Cgroup), "" none
@@ -133,10 +132,16 @@ func (i *Init) Start() error {
 			if err != nil {
 				return i.abort(fmt.Errorf("the listener inside the child's network namespace: %w", err))
 			}
-			if r.Gate {
-				i.gateLn = ln
-			} else {
-				i.ln = ln
+			switch r.Role {
+			case roleModel:
+				i.ln.Model = ln
+			case roleGate:
+				i.ln.Gate = ln
+			case roleDecision:
+				i.ln.Decision = ln
+			default:
+				_ = ln.Close()
+				return i.abort(fmt.Errorf("the init passed a listener for %q, which no launch asks for", r.Role))
 			}
 		case r.Started:
 			if fd >= 0 {
@@ -166,7 +171,7 @@ func (i *Init) abort(err error) error {
 	_ = i.Cmd.Process.Kill()
 	_ = i.Cmd.Wait()
 	_ = i.ctl.Close()
-	for _, ln := range []net.Listener{i.ln, i.gateLn} {
+	for _, ln := range []net.Listener{i.ln.Model, i.ln.Gate, i.ln.Decision} {
 		if ln != nil {
 			_ = ln.Close()
 		}
@@ -193,10 +198,9 @@ func (i *Init) readReports() {
 }
 
 // Listeners are the listeners the init opened inside the child's network
-// namespace (Spec.Listen and Spec.GateListen), each nil without one. Their
-// connections come from the child; what serves them dials from
-// metaharness's own namespace.
-func (i *Init) Listeners() (model, gate net.Listener) { return i.ln, i.gateLn }
+// namespace. Their connections come from the child; what serves them dials
+// from metaharness's own namespace.
+func (i *Init) Listeners() Listeners { return i.ln }
 
 // Pid is the init's process id in metaharness's namespace.
 func (i *Init) Pid() int { return i.Cmd.Process.Pid }

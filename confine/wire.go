@@ -24,10 +24,10 @@ type launch struct {
 }
 
 // report is one packet from the init. A Listening report carries the
-// listener's descriptor (SCM_RIGHTS), the model route's unless Gate.
+// listener's descriptor (SCM_RIGHTS) and the Role it was opened for.
 type report struct {
 	Listening string `json:"listening,omitempty"`
-	Gate      bool   `json:"gate,omitempty"`
+	Role      string `json:"role,omitempty"`
 	Started   bool   `json:"started,omitempty"`
 	Failed    string `json:"failed,omitempty"`
 	// Syscall and Errno are the failed system call under Failed, when
@@ -44,6 +44,14 @@ type initFailure struct {
 	msg   string
 	cause *os.SyscallError
 }
+
+// The roles of the listeners the init opens (Spec.Listen, GateListen,
+// DecisionListen).
+const (
+	roleModel    = "model"
+	roleGate     = "gate"
+	roleDecision = "decision"
+)
 
 func (f *initFailure) Error() string { return f.msg }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,11 +140,12 @@ func (c *child) VendorPid() int {
 func (c *child) Stdin() io.WriteCloser { return c.stdin }
 
 // Listeners are the listeners opened inside a confined child's network
-// namespace (confine.Spec.Listen and GateListen), nil without them: the
-// loopback proxy serves them (loopback.Proxy.ServeModel, ServeGate).
-func (c *child) Listeners() (model, gate net.Listener) {
+// namespace (confine.Spec.Listen, GateListen and DecisionListen), none
+// without them: the loopback proxy serves the first two
+// (loopback.Proxy.ServeModel, ServeGate), the decision endpoint the third.
+func (c *child) Listeners() confine.Listeners {
 	if c.init == nil {
-		return nil, nil
+		return confine.Listeners{}
 	}
 	return c.init.Listeners()
 }

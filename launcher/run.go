@@ -78,7 +78,8 @@ type run struct {
 	tree     tree                    // the scratch tree (run_setup.go)
 	out      stream                  // the event stream (run_stream.go)
 	proxy    *loopback.Proxy         // under --credentials loopback (run_setup.go)
-	vendor   *vendorPeer             // the vendor's process, for the proxy's Admit (run_admit.go)
+	vendor   *vendorPeer             // the vendor's process, for the proxy's and the endpoint's Admit (run_admit.go)
+	endpoint *endpoint               // the decision endpoint, for a kind.HookEndpoint (run_endpoint.go)
 	version  chan string             // the vendor's --version, once read (run_version.go)
 	channel  channelLog              // the decision channel's refusals (run_channel.go)
 	happened []string                // what had started, for catalogue-copy-differs
@@ -133,6 +134,7 @@ func (r *run) cleanup() {
 	if r.proxy != nil {
 		_ = r.proxy.Close()
 	}
+	r.endpoint.close()
 	for _, f := range r.out.files {
 		_ = f.Close()
 	}

@@ -11,9 +11,11 @@ import (
 )
 
 // vendorPeer is the vendor's process as the loopback proxy's Admit asks
-// of it (loopback.Config.Admit): a model request is forwarded only on a
-// connection the vendor itself holds, so that one its commands make, with
-// whatever credential they found, is refused and recorded. It is the
+// of it (loopback.Config.Admit), and the decision endpoint's
+// (decidehttp.Endpoint.Admit): a model request is forwarded, and a
+// decision request answered, only on a connection the vendor itself
+// holds, so that one its commands make, with whatever credential they
+// found, is refused and recorded. It is the
 // record's line under the kernel's (the command sandbox keeps the commands
 // off the model route's port), and holds where that one does not
 // (unconfined, no Landlock).
@@ -50,12 +52,16 @@ func (v *vendorPeer) admit(local, remote net.Addr) error {
 	return confine.PeerIs(v.pid, local, remote)
 }
 
-// admit is the Admit the run's proxy is given: the vendor's peer check on
-// Linux, whose kernel lists each socket's holder, and none elsewhere.
+// admit is the Admit the run's proxy and its decision endpoint are given:
+// the vendor's peer check on Linux, whose kernel lists each socket's
+// holder, and none elsewhere. It is asked for before the spawn, which
+// tells it the vendor's pid.
 func (r *run) admit() func(local, remote net.Addr) error {
 	if runtime.GOOS != "linux" {
 		return nil
 	}
-	r.vendor = newVendorPeer()
+	if r.vendor == nil {
+		r.vendor = newVendorPeer()
+	}
 	return r.vendor.admit
 }

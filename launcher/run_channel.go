@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/record"
 )
@@ -37,7 +38,15 @@ func (r *run) channelRefused(f decide.Refusal) {
 	l.counts[f.Fault]++
 	n := l.counts[f.Fault]
 	l.mu.Unlock()
-	if n <= channelNoted {
+	if n > channelNoted {
+		return
+	}
+	switch f.Fault {
+	case decide.FaultNotVendor, decide.FaultToken:
+		// Someone other than the vendor asked: a gap in H13, as a model
+		// request that is not the vendor's is.
+		r.emit(nil, &record.Warning{Code: attest.DecisionNotVendor, Message: fmt.Sprintf("the decision endpoint refused a request (%s): %s; it was not the vendor's, so nothing was decided and nothing ran", f.Fault, f.Detail)})
+	default:
 		r.emit(nil, &record.Warning{Code: WarnChannelRefused, Message: fmt.Sprintf("the decision channel refused a request (%s): %s; the asker was denied and nothing ran", f.Fault, f.Detail)})
 	}
 }

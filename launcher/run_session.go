@@ -37,6 +37,7 @@ func (r *run) session(ctx context.Context, plan *kind.Plan) (exit.Code, error) {
 	if err != nil {
 		return exit.Refused, err
 	}
+	defer r.serveEndpoint(svc, c)()
 	stopped := context.AfterFunc(ctx, svc.Stop)
 	defer stopped()
 
@@ -76,10 +77,7 @@ func (r *run) serveDecisions(svc *services) (func(), error) {
 	if !svc.plan.DecisionChannel {
 		return func() {}, nil
 	}
-	answer := svc.Decide
-	if a, ok := svc.sess.(kind.Answerer); ok {
-		answer = a.Answer
-	}
+	answer := svc.answerer()
 	ln, err := decide.Listen(r.tree.socket)
 	if err != nil {
 		return nil, exit.Wrap(RefuseDecisionSocket, err, "the decision channel cannot listen in %s", r.tree.root)
@@ -105,12 +103,12 @@ func (r *run) spawn(ctx context.Context, plan *kind.Plan, svc *services) (*child
 	if r.vendor != nil {
 		r.vendor.spawned(c.VendorPid())
 	}
-	if model, gate := c.Listeners(); model != nil {
-		err := r.proxy.ServeModel(model)
-		if gate != nil && err != nil {
-			_ = gate.Close()
-		} else if gate != nil {
-			err = r.proxy.ServeGate(gate)
+	if ls := c.Listeners(); ls.Model != nil {
+		err := r.proxy.ServeModel(ls.Model)
+		if ls.Gate != nil && err != nil {
+			_ = ls.Gate.Close()
+		} else if ls.Gate != nil {
+			err = r.proxy.ServeGate(ls.Gate)
 		}
 		if err != nil {
 			c.Stop(ctx)

@@ -12,8 +12,8 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
@@ -79,6 +79,9 @@ func (r *run) setUp(ctx context.Context) (*kind.World, error) {
 		if err := r.startProxy(w); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.openEndpoint(w); err != nil {
+		return nil, err
 	}
 	return w, stopped(ctx, "while the scratch tree and the proxy were set up")
 }

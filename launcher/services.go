@@ -83,6 +83,15 @@ func (v *services) Decide(ctx context.Context, req decide.Request) record.Decisi
 	return v.eng.Decide(ctx, frame.Call{CallID: req.CallID, Name: name, Input: req.Input, Seam: req.Seam}, nil)
 }
 
+// answerer is what answers the decision channel's requests and the
+// decision endpoint's: the session, when it is an Answerer, else Decide.
+func (v *services) answerer() func(context.Context, decide.Request) record.Decision {
+	if a, ok := v.sess.(kind.Answerer); ok {
+		return a.Answer
+	}
+	return v.Decide
+}
+
 func (v *services) Perform(ctx context.Context, tool string, args json.RawMessage, callID string) (string, bool, error) {
 	v.once.Do(func() {
 		if v.r.in.contract == nil {

@@ -58,6 +58,10 @@ const (
 	FaultTimeout    Fault = "read-timeout"         // no whole line within ReadTimeout
 	FaultIncomplete Fault = "incomplete"           // the connection ended before its line did
 	FaultMalformed  Fault = "malformed"            // the line is not a request
+	// An HTTP endpoint's own (internal/decidehttp): the asker is not the
+	// vendor, by its connection or its token.
+	FaultNotVendor Fault = "not-the-vendor" // a connection the vendor's process does not hold
+	FaultToken     Fault = "bad-token"      // no run's decision token
 )
 
 type limits struct {

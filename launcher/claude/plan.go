@@ -11,7 +11,7 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/frame"
-	"github.com/metaharness/metaharness/launcher/claude/hook"
+	"github.com/metaharness/metaharness/internal/decidehttp"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/mcpserve"
 )
@@ -20,6 +20,11 @@ import (
 // own deadline for an unanswered call is five seconds shorter, so that a
 // late answer is always metaharness's refusal, never the vendor's guess.
 const HookTimeoutSeconds = 60
+
+// hookAuthorization is the PreToolUse hook's Authorization header: Claude
+// Code puts the run's decision token in from its own environment
+// (httpHookAllowedEnvVars), so the token is in no file the agent can read.
+const hookAuthorization = "Bearer $" + kind.DecisionTokenEnv
 
 // OwnedHookMatcher is the PreToolUse matcher of a run with the owned
 // surface's server (a catalogue or the default verbs): every tool but that
@@ -48,10 +53,11 @@ const (
 // vendorOnly are the variables Claude Code holds and the commands it runs
 // must not inherit: its credential for the proxy, the proxy's address and
 // the run header (a command would post its own model request with them),
-// and the cross-session messaging socket, switched off by
+// the run's decision token (a command would post its own decision request
+// with it), and the cross-session messaging socket, switched off by
 // CLAUDE_CODE_HARBOR_KITE=0 and taken out here besides.
 var vendorOnly = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS",
-	"ANTHROPIC_UNIX_SOCKET", "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_MESSAGING_TOKEN"}
+	"ANTHROPIC_UNIX_SOCKET", "CLAUDE_CODE_MESSAGING_SOCKET", "CLAUDE_CODE_MESSAGING_TOKEN", kind.DecisionTokenEnv}
 
 // callerKeys are copied from the caller's environment when present. HOME is
 // not among them: the child gets a scratch home.
@@ -149,20 +155,35 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		return nil, fmt.Errorf("internal: --credentials %s reached the claude plan; CheckSpec refuses it", spec.Credentials)
 	}
 
-	hookCmd := kind.ShellQuote(w.Self)
-	for _, a := range hook.Args(w.DecisionSocket) {
-		hookCmd += " " + kind.ShellQuote(a)
+	if w.DecisionAddr == "" || w.DecisionToken == "" {
+		return nil, fmt.Errorf("internal: claude planned without the run's decision endpoint")
 	}
+	env[kind.DecisionTokenEnv] = w.DecisionToken
+	hookURL := "http://" + w.DecisionAddr + decidehttp.Path
 	published, serve, owned := ownedServer(spec, w, cwd)
 	matcher := ""
 	if owned {
 		matcher = OwnedHookMatcher
 	}
+	// The PreToolUse hook is a request to the run's decision endpoint: no
+	// process per call. onFailure "block" makes every failure of it (a
+	// refused connection, a timeout, a non-2xx answer, a body that is no
+	// hook answer) block the call; 2.1.328 would otherwise let the call
+	// go on to its own permission rules, under which Read runs
+	// (docs/wire-facts.md A9). The URL lists are Claude Code's own
+	// allowlists: this hook may reach this URL and read this variable,
+	// and nothing else.
 	settings := map[string]any{
-		"permissions": map[string]any{"allow": []string{}, "deny": []string{}},
+		"permissions":            map[string]any{"allow": []string{}, "deny": []string{}},
+		"allowedHttpHookUrls":    []string{hookURL},
+		"httpHookAllowedEnvVars": []string{kind.DecisionTokenEnv},
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{
 			"matcher": matcher,
-			"hooks":   []any{map[string]any{"type": "command", "command": hookCmd, "timeout": HookTimeoutSeconds}},
+			"hooks": []any{map[string]any{
+				"type": "http", "url": hookURL, "timeout": HookTimeoutSeconds, "onFailure": "block",
+				"headers":        map[string]string{"Authorization": hookAuthorization},
+				"allowedEnvVars": []string{kind.DecisionTokenEnv},
+			}},
 		}}},
 	}
 	standIn := ""
@@ -220,6 +241,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		env["CLAUDE_CODE_SHELL"] = kind.SandboxShell
 	}
 	claim := attestation(spec, w, cwd, configHome, credHow, servers, env)
+	claim.Add(attest.H13, endpointWords(hookURL, env["CLAUDE_CODE_SHELL_PREFIX"] != ""))
 	kind.AttestConfinement(claim, conf, spec, w)
 	return &kind.Plan{
 		Program:     w.Binary,
@@ -233,7 +255,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 
 		StandInCredential: standIn,
 		Confinement:       conf,
-		DecisionChannel:   true, // the PreToolUse hook, and mcp-serve when given
+		DecisionChannel:   owned, // mcp-serve; the PreToolUse hook posts to the decision endpoint
 	}, nil
 }
 
@@ -276,6 +298,20 @@ func attestation(spec *kind.Spec, w *kind.World, cwd, configHome, credHow string
 		c.Ambient("observe mode: every call is allowed, and an allow grants past Claude Code's own permission rules")
 	}
 	return c
+}
+
+// endpointWords say, for H13, how Claude Code's decisions reach the run
+// and who else could ask: where the command sandbox takes the token out of
+// the commands' environment, and where not, that they inherit it and the
+// connection check alone tells them from Claude Code.
+func endpointWords(url string, sandboxed bool) string {
+	token := "in " + kind.DecisionTokenEnv + ", which the command sandbox takes out of every command's environment"
+	if !sandboxed {
+		token = "in " + kind.DecisionTokenEnv + ", which the agent's commands inherit too where no command sandbox runs them, as here"
+	}
+	return "; Claude Code asks each decision of the run's decision endpoint at " + url +
+		" (its PreToolUse http hook, onFailure block: a refused connection, a timeout, a non-2xx answer or one it cannot read blocks the call), which answers only a request carrying the run's decision token (" + token +
+		") on a connection Claude Code's own process holds (by the kernel's table of its sockets); a request that is not Claude Code's is refused and recorded, never decided"
 }
 
 // ownedServer is the owned surface's server, when the run has one: the

@@ -107,7 +107,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	bindGit(c, w.Git)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
-		c.Listen, c.GateListen = w.ProxyAddr, w.GateAddr
+		c.Listen, c.GateListen, c.DecisionListen = w.ProxyAddr, w.GateAddr, w.DecisionAddr
 	} else {
 		// The child resolves names itself here; /etc/resolv.conf may point
 		// into /run.
@@ -226,7 +226,7 @@ func kernelWords(c *confine.Spec, w *World) string {
 		parts = append(parts, "no seccomp filter ("+orUnprobed(w.Controls.SeccompWhy)+")")
 	}
 	if c.CommandSandbox != "" {
-		parts = append(parts, fmt.Sprintf("each command of the agent's runs in a Landlock domain of its own (ABI %d, signals and abstract sockets scoped), which cannot signal, ptrace or open /proc/<pid>/mem, environ or fd/* of the vendor", w.Controls.LandlockABI)+commandRuleWords(c.CommandRules))
+		parts = append(parts, fmt.Sprintf("each command of the agent's runs in a Landlock domain of its own (ABI %d, signals and abstract sockets scoped), which cannot signal, ptrace or open /proc/<pid>/mem, environ or fd/* of the vendor", w.Controls.LandlockABI)+commandRuleWords(c))
 	} else {
 		why := w.Controls.LandlockWhy
 		if why == "" && w.Controls.Scoped() {
@@ -239,22 +239,27 @@ func kernelWords(c *confine.Spec, w *World) string {
 }
 
 // commandRuleWords say what the command sandbox takes from each command
-// beyond its scopes (confine.SandboxRules).
-func commandRuleWords(r *confine.SandboxRules) string {
+// beyond its scopes (c.CommandRules).
+func commandRuleWords(c *confine.Spec) string {
 	var out string
+	r := c.CommandRules
 	if r == nil {
 		return out
+	}
+	endpoint := ""
+	if c.DecisionListen != "" {
+		endpoint = " or the run's decision endpoint"
 	}
 	switch {
 	case r.Connect == nil:
 	case len(r.Connect) == 0:
-		out += ", may open no TCP connection (the loopback proxy's model route included)"
+		out += ", may open no TCP connection (the loopback proxy's model route" + endpoint + " included)"
 	default:
 		ports := make([]string, len(r.Connect))
 		for i, p := range r.Connect {
 			ports[i] = strconv.Itoa(int(p))
 		}
-		out += ", may open TCP connections to the egress gate's port (" + strings.Join(ports, ", ") + ") alone, never to the loopback proxy's model route,"
+		out += ", may open TCP connections to the egress gate's port (" + strings.Join(ports, ", ") + ") alone, never to the loopback proxy's model route" + endpoint + ","
 	}
 	if len(r.Unset) > 0 {
 		out += " and inherits none of the vendor's own variables (" + strings.Join(r.Unset, ", ") + ")"

@@ -45,8 +45,9 @@
 // into World.Vendor), Preflighter (the written scratch files put to the
 // binary before the spawn), LoopbackClient and ModelProvider (the child
 // reaches its model only through the loopback proxy), WireMatcher (a
-// decision request held to the model's call as the proxy read it, H13);
-// and, of its Session, Answerer (the child's own programs ask over the
+// decision request held to the model's call as the proxy read it, H13),
+// HookEndpoint (the vendor posts its hook to the run's decision endpoint
+// itself, so that nothing starts per call); and, of its Session, Answerer (the child's own programs ask over the
 // decision channel), Refuser (the child can refuse its launch after the
 // spawn) and RecordChecker (requests held to the vendor's own record where
 // no wire is seen).

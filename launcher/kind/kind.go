@@ -165,6 +165,19 @@ type Answerer interface {
 	Answer(ctx context.Context, req decide.Request) record.Decision
 }
 
+// HookEndpoint is a kind whose vendor posts each call's decision request
+// itself, over HTTP, to the run's decision endpoint (World.DecisionAddr,
+// internal/decidehttp): Claude Code's http hook. The run serves it,
+// checks who posts (the run's token, the vendor's own connection) and the
+// bounds; the kind reads the vendor's payload and writes its answer. The
+// request is answered as one of the decision channel's (Answerer).
+type HookEndpoint interface {
+	// HookRequest reads the vendor's payload as a decision request.
+	HookRequest(body []byte) (decide.Request, error)
+	// HookAnswer renders a decision as the vendor reads its hook's answer.
+	HookAnswer(d record.Decision) []byte
+}
+
 // RecordChecker is a session that holds decision requests to its child's
 // own record where no wire is seen (b10x): census.not_on_record counts the
 // requests it denied before any decision, as not_on_wire counts the wire

@@ -21,8 +21,19 @@ type World struct {
 	Binary string `json:"binary"`
 	// Self is the metaharness executable, for mcp-serve and the hook.
 	Self string `json:"self"`
-	// DecisionSocket is the private channel the hook and mcp-serve ask.
+	// DecisionSocket is the private channel the programs the child starts
+	// ask (mcp-serve, a hook program).
 	DecisionSocket string `json:"decision_socket"`
+	// DecisionAddr is the run's decision endpoint (internal/decidehttp) for
+	// a kind whose vendor posts its hook itself (HookEndpoint): host:port
+	// on loopback, inside the child's network namespace when it has one
+	// (on a port of its own there, which the command sandbox keeps the
+	// agent's commands off), else on the host's. DecisionToken is the
+	// run's secret each request carries, which the vendor reads from
+	// DecisionTokenEnv and the command sandbox takes out of every
+	// command's environment. Both "" for other kinds.
+	DecisionAddr  string `json:"decision_addr,omitempty"`
+	DecisionToken string `json:"decision_token,omitempty"`
 	// UID and GID are the caller's: a confined child's uid 0 maps to them.
 	UID int `json:"uid"`
 	GID int `json:"gid"`
@@ -90,6 +101,10 @@ type World struct {
 	// (Observer), in the kind's own shape; absent when it observes nothing.
 	Vendor json.RawMessage `json:"vendor,omitempty"`
 }
+
+// DecisionTokenEnv is the variable a HookEndpoint kind's vendor holds
+// World.DecisionToken in, which its hook's header names.
+const DecisionTokenEnv = "METAHARNESS_DECISION_TOKEN"
 
 // ToolDecl is one catalogue entry as its vendor is told of it: the name it
 // is published under, its summary and its input schema, verbatim.
