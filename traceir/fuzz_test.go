@@ -30,7 +30,7 @@ func FuzzProject(f *testing.F) {
 		if !json.Valid(out.Bytes()) {
 			t.Fatalf("a projection is not valid JSON:\n%s", out.Bytes())
 		}
-		if err := RenderHTML(io.Discard, StreamOf("f", data)); err != nil {
+		if err := RenderHTML(io.Discard, Run{Stream: StreamOf("f", data)}); err != nil {
 			t.Fatalf("a readable stream does not render: %v", err)
 		}
 	})
