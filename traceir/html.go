@@ -10,8 +10,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -303,7 +304,7 @@ func warningSectionOf(v *runView, id string) (warningSection, error) {
 			Badge: warnKinds[m.kind].class, Code: w.Code, Message: one, More: more, Class: warnKinds[m.kind].class})
 	}
 	var parts []string
-	for _, c := range sortedKeys(codes) {
+	for _, c := range slices.Sorted(maps.Keys(codes)) {
 		parts = append(parts, fmt.Sprintf("%s %d", c, codes[c]))
 	}
 	s.Counts = strings.Join(parts, ", ")
@@ -311,15 +312,6 @@ func warningSectionOf(v *runView, id string) (warningSection, error) {
 		s.Left = fmt.Sprintf("%d warnings in all; the %d listed are the forged requests, the lines not on the wire, the throttles and the refused egress among them (at most %d).", len(v.warnings), len(s.Rows), maxMarks)
 	}
 	return s, nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // callRow is one row of the calls table, as the "call" template writes it.
@@ -538,7 +530,7 @@ type eventRow struct {
 // to the first pass's bytes.
 func writePageEvents(out io.Writer, t *template.Template, v *runView, id string) error {
 	head := eventsHead{ID: id, Run: v.run, Total: v.lines, Listed: fmt.Sprintf("every event, one by one (%d)", v.lines)}
-	for _, name := range sortedKeys(v.names) {
+	for _, name := range slices.Sorted(maps.Keys(v.names)) {
 		head.Counts = append(head.Counts, nameCount{name, v.names[name]})
 	}
 	long := v.lines > maxEventRows

@@ -3,6 +3,7 @@ package traceir
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"time"
 
@@ -224,7 +225,7 @@ func viewOf(r Run) (*runView, error) {
 	v.complete = complete.Result()
 	if v.ended != nil {
 		for _, m := range v.ended.ObservedModels {
-			if m.Model != v.model && !contains(v.observed, m.Model) {
+			if m.Model != v.model && !slices.Contains(v.observed, m.Model) {
 				v.observed = append(v.observed, m.Model)
 			}
 		}
@@ -255,15 +256,6 @@ func hash32(s string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(s))
 	return h.Sum32()
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // warnKind sorts a warning by what a reviewer looks for on the timeline.
