@@ -199,14 +199,14 @@ func pageOf(views []*runView) (*page, error) {
 	p.AlignedBy = [...]string{byOrder: "aligned by the order the calls were made", byTurn: "aligned turn by turn", byStep: "aligned by step"}[p.by]
 	p.HasCalls = len(p.rows) > 0
 	if p.Two {
-		p.Diff = differences(views, p.rows, gating, advisory)
+		p.Diff = differences(views, p.Banners, p.rows, gating, advisory)
 	}
 	return p, nil
 }
 
 // differences are what a reviewer compares between two runs, each marked
 // when it differs.
-func differences(views []*runView, rows []aligned, gating, advisory []pageRow) []diffLine {
+func differences(views []*runView, banners []banner, rows []aligned, gating, advisory []pageRow) []diffLine {
 	var out []diffLine
 	add := func(what, a, b string) {
 		if a == b {
@@ -215,8 +215,8 @@ func differences(views []*runView, rows []aligned, gating, advisory []pageRow) [
 			out = append(out, diffLine{what, a + " → " + b, true})
 		}
 	}
-	fact := func(v *runView, key string) string {
-		for _, f := range bannerOf(v, "").Facts {
+	fact := func(b banner, key string) string {
+		for _, f := range b.Facts {
 			if f.Key == key {
 				return f.text()
 			}
@@ -224,7 +224,7 @@ func differences(views []*runView, rows []aligned, gating, advisory []pageRow) [
 		return "not recorded"
 	}
 	for _, k := range []string{"audit verdict", "control verdict", "exit code", "stream", "decision census"} {
-		add(k, fact(views[0], k), fact(views[1], k))
+		add(k, fact(banners[0], k), fact(banners[1], k))
 	}
 	var changed []string
 	for _, r := range append(append([]pageRow{}, gating...), advisory...) {

@@ -12,18 +12,17 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// The states a page shows, each with its own colour, sign and border, so
-// that none is told by its colour alone: the verdicts, the claim's
-// states, a decision's, and "none" (not judged, not recorded).
-const (
-	stateNone = "none"
-)
+// stateNone is the state of what is not judged, not claimed or not
+// recorded.
+const stateNone = "none"
 
-// signs are what goes before a state's word.
+// signs go before each state's word: the verdicts, the claim's states,
+// a decision's and stateNone. With its colour and its border (page.css)
+// a state is never told by its word alone.
 var signs = map[string]string{
 	attest.OK: "✔", attest.Gap: "✖", attest.Unk: "?", stateNone: "–",
 	attest.ClaimImposed: "■", attest.ClaimEnforced: "◆", attest.ClaimDeclared: "✎", attest.ClaimUnavailable: "○",
-	"allowed": "✔", "denied": "✖", "replaced": "⇄", "abstained": "…", "undecided": "?",
+	allowed.String(): "✔", denied.String(): "✖", replaced.String(): "⇄", abstained.String(): "…", undecided.String(): "?",
 }
 
 // badge is a state as the page shows it: its sign and its word.
@@ -116,6 +115,7 @@ func bannerOf(v *runView, id string) banner {
 		census += fmt.Sprintf(" · %d request(s) for a call not on the vendor's record, denied before any decision", c.NotOnRecord)
 	}
 	add("decision census", census, "counted from the "+source+"; by seam: "+counts(c.BySeam)+"; by decider: "+counts(c.ByDecider), nil)
+	add("withheld tools", v.withheldLine(), "", nil)
 	_, stream, _ := strings.Cut(v.complete.Line(), " — ")
 	add("stream", stream, "", &badge{streamState(v.complete.State), v.complete.State})
 	add("terminal record", terminalLine(v.ended), "", nil)
@@ -142,6 +142,26 @@ func bannerOf(v *runView, id string) banner {
 		b.Problems = append(b.Problems, "The stream is "+v.complete.State+": "+v.complete.Detail+". What it does not hold did not reach this page.")
 	}
 	return b
+}
+
+// withheldLine is what the run said of the tools the machine would not
+// admit: the attestation's list, else the opening record's.
+func (v *runView) withheldLine() string {
+	list, stated := v.withheld, v.withheldStated
+	if v.doc != nil {
+		list, stated = v.doc.Withheld, v.doc.Withheld != nil
+	}
+	switch {
+	case !stated:
+		return "not stated by the harness"
+	case len(list) == 0:
+		return "none"
+	}
+	var items []string
+	for _, w := range list {
+		items = append(items, w.Tool+" ("+w.Reason+")")
+	}
+	return strings.Join(items, "; ")
 }
 
 // maxAnswer bounds the final answer a banner carries.

@@ -239,7 +239,8 @@ func (v *runView) turnLane(s scale) lane {
 
 // requestLane is the model requests: the loopback proxy's records when the
 // attestation holds them and the axis is time (each from its start for as
-// long as it took), else each request the stream records, where it does.
+// long as it took), else each request the stream records, where it does
+// (the proxy's line of it, else the vendor's usage event).
 func (v *runView) requestLane(id string, s scale) (lane, error) {
 	l := lane{Name: "model requests", Empty: "no model request is recorded (the proxy's records are in the attestation document, and the stream has no usage event)"}
 	if recs := v.proxyRecords(); v.byTime && len(recs) > 0 {
@@ -269,7 +270,13 @@ func (v *runView) requestLane(id string, s scale) (lane, error) {
 		}
 		return l, nil
 	}
-	return v.markLane(l, v.requests, s, "", func(i int, m mark) (string, string, error) {
+	// The proxy's own lines where the run had one, else the vendor's
+	// accounting: each request once.
+	marks := v.relayed
+	if len(marks) == 0 {
+		marks = v.usage
+	}
+	return v.markLane(l, marks, s, "", func(i int, m mark) (string, string, error) {
 		l, err := v.s.lineAt(m.ref.n, m.ref.off, m.ref.size)
 		if err != nil {
 			return "", "", err

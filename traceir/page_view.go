@@ -113,7 +113,8 @@ type runView struct {
 	calls    []callRef // in the order they were requested
 	steps    []string  // each step.entered, in order
 	turns    []span
-	requests []mark // usage events, and the proxy's records as warnings
+	relayed  []mark // the loopback proxy's records of model requests, as warnings
+	usage    []mark // usage events, the vendor's accounting of its requests
 	warnings []mark // every other warning
 
 	firstMS, lastMS int64 // the stream's earliest and latest timestamps
@@ -201,7 +202,7 @@ func viewOf(r Run) (*runView, error) {
 				c.result, c.to, c.failed = here, at, e.IsError != nil && *e.IsError
 			}
 		case *record.UsageEvent:
-			v.requests = append(v.requests, mark{at: at, ref: here, kind: warnRequest})
+			v.usage = append(v.usage, mark{at: at, ref: here, kind: warnRequest})
 		case *record.Warning:
 			switch e.Code {
 			case attest.DecisionNotOnWire:
@@ -211,7 +212,7 @@ func viewOf(r Run) (*runView, error) {
 			}
 			k := warnKindOf(e.Code)
 			if k == warnRequest {
-				v.requests = append(v.requests, mark{at: at, ref: here, kind: k})
+				v.relayed = append(v.relayed, mark{at: at, ref: here, kind: k})
 			} else {
 				v.warnings = append(v.warnings, mark{at: at, ref: here, kind: k})
 			}
