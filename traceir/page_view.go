@@ -268,7 +268,8 @@ const (
 	// usage event, the vendor's accounting of one); not a warning at all.
 	warnRequest
 	// warnForged: a decision request for a call the model (or the
-	// vendor's own record) never made.
+	// vendor's own record) never made, or a model request that was not
+	// the vendor's own.
 	warnForged
 	// warnNotOnWire: a line of the record the wire does not hold, a call
 	// nobody decided, a hook skipped or overruled.
@@ -293,7 +294,7 @@ func warnKindOf(code string) warnKind {
 	switch code {
 	case record.WarnLoopbackRequest:
 		return warnRequest
-	case attest.DecisionNotOnWire, attest.DecisionNotOnRecord, attest.DecisionForged:
+	case attest.DecisionNotOnWire, attest.DecisionNotOnRecord, attest.DecisionForged, attest.ModelRequestNotVendor:
 		return warnForged
 	case attest.RecordNotOnWire, attest.CallNotDecided, attest.WireUnchecked, attest.HookSkipped, attest.HookOverruled:
 		return warnNotOnWire
