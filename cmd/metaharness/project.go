@@ -178,7 +178,7 @@ func readAttestation(path string) (*attest.Document, error) {
 	}
 	doc, err := traceir.ReadAttestation(path, data)
 	if err != nil {
-		return nil, exit.Wrap(RefuseAttestationUnreadable, nil, "%v; name the run's attestation document (run --attestation FILE) as the run wrote it", err)
+		return nil, exit.Within(RefuseAttestationUnreadable, err, "%v; name the run's attestation document (run --attestation FILE) as the run wrote it", err)
 	}
 	return doc, nil
 }
