@@ -267,7 +267,7 @@ func (s *scanned) add(line *record.EventLine) {
 		s.closed = ev
 	case *record.ToolDecided:
 		s.decidedN++
-		s.recount(ev)
+		s.decisions.Count(ev.Decision.Decision, ev.Seam, ev.DecidedBy)
 		if s.decided == nil {
 			s.decided = map[string]bool{}
 		}
@@ -313,26 +313,6 @@ func (s *scanned) add(line *record.EventLine) {
 			}
 		}
 	}
-}
-
-// recount adds one tool.decided to the census recounted from them.
-func (s *scanned) recount(d *record.ToolDecided) {
-	c := &s.decisions
-	if c.BySeam == nil {
-		c.BySeam, c.ByDecider = map[string]uint64{}, map[string]uint64{}
-	}
-	switch d.Decision.Decision {
-	case record.Allow:
-		c.Allowed++
-	case record.Deny:
-		c.Denied++
-	case record.Replace:
-		c.Replaced++
-	case record.Abstain:
-		c.Abstained++
-	}
-	c.BySeam[d.Seam]++
-	c.ByDecider[d.DecidedBy]++
 }
 
 func (s *scanned) attestation() *record.Attestation {
