@@ -79,6 +79,7 @@ type run struct {
 	out      stream                  // the event stream (run_stream.go)
 	proxy    *loopback.Proxy         // under --credentials loopback (run_setup.go)
 	vendor   *vendorPeer             // the vendor's process, for the proxy's Admit (run_admit.go)
+	gitSeal  *gitSeal                // what the operator's git runs in --cwd, as it was (gitseal.go)
 	version  chan string             // the vendor's --version, once read (run_version.go)
 	channel  channelLog              // the decision channel's refusals (run_channel.go)
 	happened []string                // what had started, for catalogue-copy-differs

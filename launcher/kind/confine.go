@@ -116,7 +116,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
-	bindGit(c, w.Git)
+	bindGit(c, w)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
 		c.Listen, c.GateListen = w.ProxyAddr, w.GateAddr
@@ -213,7 +213,7 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	if spec.Credentials == CredentialsLoopback {
 		h4 += tokenWords(spec, w)
 	}
-	claimGit(claim, w.Git)
+	claimGit(claim, w)
 	claim.Enforce(attest.H4, h4)
 	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
