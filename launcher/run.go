@@ -80,6 +80,7 @@ type run struct {
 	proxy    *loopback.Proxy         // under --credentials loopback (run_setup.go)
 	vendor   *vendorPeer             // the vendor's process, for the proxy's and the endpoint's Admit (run_admit.go)
 	endpoint *endpoint               // the decision endpoint, for a kind.HookEndpoint (run_endpoint.go)
+	gitSeal  *gitSeal                // what the operator's git runs in --cwd, as it was (gitseal.go)
 	version  chan string             // the vendor's --version, once read (run_version.go)
 	channel  channelLog              // the decision channel's refusals (run_channel.go)
 	happened []string                // what had started, for catalogue-copy-differs

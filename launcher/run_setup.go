@@ -106,6 +106,7 @@ func (r *run) observe(ctx context.Context, w *kind.World) error {
 		if w.Git, err = findGitDirs(r.spec.Cwd); err != nil {
 			r.emit(nil, &record.Warning{Code: WarnGitDirNotBound, Message: "--cwd " + r.spec.Cwd + " is a git worktree whose git directory metaharness does not bind into the child's view, so git cannot work there: " + err.Error()})
 		}
+		r.gitSeal = observeGitSeal(r.spec.Cwd, w.Git, w)
 	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
 	if err != nil {
