@@ -13,39 +13,29 @@ import (
 
 // floodClaude is a stand-in Claude Code that, between its opening record
 // and its end, lets flood.py (its first argument after the settings) at
-// the run's decision socket or at its own stdout, as an agent could.
+// the run's decision endpoint or at its own stdout, as an agent could.
 const floodClaude = `#!/bin/sh
 case "$1" in --version) echo "2.1.328 (Claude Code)"; exit 0;; esac
 settings=""; while [ $# -gt 0 ]; do [ "$1" = --settings ] && settings="$2"; shift; done
 printf '%s\n' '{"type":"system","subtype":"init","cwd":"'"$(pwd)"'","session_id":"s1","tools":[],"mcp_servers":[],"model":"fake","permissionMode":"dontAsk","apiKeySource":"none","claude_code_version":"2.1.328","output_style":"default","plugins":[]}'
 case "$(cat "$HOME/../mode" 2>/dev/null || cat mode)" in
-socket) /usr/bin/python3 flood.py "$settings" >&2 ;;
+endpoint) /usr/bin/python3 flood.py "$settings" >&2 ;;
 stdout-*) head -c "$(cat mode | cut -d- -f2)" /dev/zero | tr '\0' x; echo ;;
 esac
 printf '%s\n' '{"type":"result","subtype":"success","is_error":false,"result":"still here","num_turns":1,"stop_reason":"end_turn","terminal_reason":"completed","permission_denials":[]}'
 `
 
-// floodPy opens 80 connections to the decision socket the settings' hook
-// names, each sending 8 MiB with no line end, at once.
-const floodPy = `import json, shlex, socket, sys, threading
-def commands(x):
-    if isinstance(x, dict):
-        for k, v in x.items():
-            if k == "command" and isinstance(v, str):
-                yield v
-            else:
-                yield from commands(v)
-    elif isinstance(x, list):
-        for v in x:
-            yield from commands(v)
-argv = shlex.split(next(c for c in commands(json.load(open(sys.argv[1]))) if "--socket" in c))
-path = argv[argv.index("--socket") + 1]
+// floodPy opens 80 connections to the decision endpoint the settings'
+// hook names, each posting an 8 MiB body with the run's token (the
+// stand-in hands the flood its environment), at once.
+const floodPy = `import json, os, socket, sys, threading, urllib.parse
+url = urllib.parse.urlsplit(json.load(open(sys.argv[1]))["allowedHttpHookUrls"][0])
+head = ("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n" % (url.path, os.environ["METAHARNESS_DECISION_TOKEN"], 8 << 20)).encode()
 chunk = b"x" * (1 << 20)
 def flood():
     try:
-        s = socket.socket(socket.AF_UNIX)
-        s.settimeout(20)
-        s.connect(path)
+        s = socket.create_connection((url.hostname, url.port), timeout=20)
+        s.sendall(head)
         for _ in range(8):
             s.sendall(chunk)
     except OSError:
@@ -58,9 +48,12 @@ for t in threads:
 print("flooded")
 `
 
-// TestFloodsMoveLittle: an agent flooding the decision channel (80
-// connections of 8 MiB lines at once) moves metaharness's peak RSS by at
-// most 64 MiB over the same run without the flood. A line past the bound
+// TestFloodsMoveLittle: an agent flooding the decision endpoint (80
+// connections posting 8 MiB bodies at once, with the run's token: a
+// program the vendor starts holds it) moves metaharness's peak RSS by at
+// most 64 MiB over the same run without the flood: none of the
+// connections is the vendor's own, so each is refused before its body is
+// read, and recorded. A line past the bound
 // on the vendor's stdout costs what the bound costs (32 MiB held once, in
 // a buffer grown by doubling, and the collector's headroom), whatever its
 // length: a 300 MiB line peaks within 64 MiB of a 100 MiB one (the
@@ -104,7 +97,7 @@ func TestFloodsMoveLittle(t *testing.T) {
 		mode, want string
 		boundMiB   int64
 	}{
-		{"socket", `"code":"DECISION_CHANNEL_REFUSED"`, 64},
+		{"endpoint", `"code":"DECISION_NOT_VENDOR"`, 64},
 		{"stdout-104857600", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * kind.MaxVendorLine >> 20},
 		{"stdout-314572800", `"code":"VENDOR_LINE_TOO_LONG"`, 6 * kind.MaxVendorLine >> 20},
 	} {

@@ -9,8 +9,7 @@ import (
 
 // hookCmd is a kind's hook program, found in launcher/kinds/hooks by the
 // verb it is started as (the verb's name in main.go), so that no verb
-// imports a kind's hook package: Claude Code's PreToolUse hook always
-// exits 0, its answer on stdout; the b10x loop's before-call hook answers
+// imports a kind's hook package: the b10x loop's before-call hook answers
 // with its exit status.
 type hookCmd struct {
 	Socket string `required:"" help:"The run's decision channel."`
@@ -24,8 +23,6 @@ func (c *hookCmd) runAs(verb string, e *env) (exit.Code, error) {
 	status, err := h.Run(e.stdin, e.stdout, c.Socket)
 	return exit.Code(status), err
 }
-
-func (c *hookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-hook", e) }
 
 // b10xHookCmd is the b10x loop's before-call hook a run under frame or ask
 // puts first in the loop's hooks file.

@@ -37,7 +37,6 @@ type cli struct {
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
 	Audit        auditCmd        `cmd:"" help:"Verify a run's signed statement (--verify FILE --key PUB: exit 0 when it holds, 1 when it does not); an audit of a foreign transcript is refused. No model, network or credential."`
 
-	InternalHook     hookCmd     `cmd:"" name:"internal-hook" hidden:"" help:"The Claude Code PreToolUse hook a run installs (internal)."`
 	InternalB10xHook b10xHookCmd `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`
 	InternalInit     initCmd     `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
 }
@@ -173,7 +172,7 @@ func options(stdout, stderr io.Writer) []kong.Option {
 // grammar is what kong builds its model from: when the first argument names
 // a verb, a struct of that verb alone (and --version), for kong's model of
 // all eight costs milliseconds, most of a short verb's start-up (mcp-serve,
-// internal-hook); otherwise, for help or a usage error that must list every
+// internal-b10x-hook); otherwise, for help or a usage error that must list every
 // verb, c. The verb runs from the parse's selected node, wherever it is.
 func grammar(c *cli, args []string) any {
 	if len(args) == 0 {

@@ -91,16 +91,19 @@ type server struct {
 
 	open     atomic.Int64
 	inFlight sync.WaitGroup
+	conns    sync.Map // net.Conn → *admission, while it is open
 }
 
 // connKey keys a connection's admission in its requests' contexts.
 type connKey struct{}
 
-// admission is one connection's answer from Endpoint.Admit.
+// admission is one connection's answer from Endpoint.Admit, and whether
+// any request of it reached the handler.
 type admission struct {
 	local, remote net.Addr
 	once          sync.Once
 	err           error
+	asked         atomic.Bool
 }
 
 func (s *server) serve(ctx context.Context, ln net.Listener) error {
@@ -112,7 +115,9 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 		// until the vendor closes it or the run ends (the package doc).
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ConnContext: func(c context.Context, nc net.Conn) context.Context {
-			return context.WithValue(c, connKey{}, &admission{local: nc.LocalAddr(), remote: nc.RemoteAddr()})
+			a := &admission{local: nc.LocalAddr(), remote: nc.RemoteAddr()}
+			s.conns.Store(nc, a)
+			return context.WithValue(c, connKey{}, a)
 		},
 		ConnState: s.count,
 		// What net/http would log (a client gone mid-answer) is no event
@@ -137,16 +142,23 @@ func (s *server) serve(ctx context.Context, ln net.Listener) error {
 }
 
 // count holds the connections open at once to maxConns: one past it is
-// closed before it is read, and told to Refused.
+// closed before it is read, and told to Refused. A connection that ends
+// without a request reaching the handler (it sent none, none whole within
+// the read timeout, or one net/http answered 400 itself) is told to
+// Refused too: nothing of it was decided.
 func (s *server) count(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		if s.open.Add(1) > int64(s.maxConns) {
 			_ = c.Close()
+			s.conns.Delete(c)
 			s.refused(decide.FaultTooMany, fmt.Sprintf("more than %d connections to the decision endpoint were open at once", s.maxConns))
 		}
 	case http.StateClosed, http.StateHijacked:
 		s.open.Add(-1)
+		if a, ok := s.conns.LoadAndDelete(c); ok && !a.(*admission).asked.Load() {
+			s.refused(decide.FaultIncomplete, fmt.Sprintf("a connection from %s ended before a whole request reached the decision endpoint", a.(*admission).remote))
+		}
 	}
 }
 
@@ -206,12 +218,13 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 // admitted is Endpoint.Admit's answer for r's connection, nil without
 // Admit.
 func (s *server) admitted(r *http.Request) error {
-	if s.ep.Admit == nil {
-		return nil
-	}
 	a, ok := r.Context().Value(connKey{}).(*admission)
 	if !ok {
 		return errors.New("its ends are unknown")
+	}
+	a.asked.Store(true)
+	if s.ep.Admit == nil {
+		return nil
 	}
 	a.once.Do(func() { a.err = s.ep.Admit(a.local, a.remote) })
 	return a.err

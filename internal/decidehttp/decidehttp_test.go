@@ -150,11 +150,12 @@ func decision(t *testing.T, body string) record.Decision {
 	return d
 }
 
-// closed reports whether the server closed c (it reads EOF).
+// closed reports whether the server closed c: whatever it still sends is
+// followed by EOF.
 func closed(c net.Conn) bool {
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err := c.Read(make([]byte, 1))
-	return errors.Is(err, io.EOF)
+	_, err := io.ReadAll(c)
+	return err == nil
 }
 
 // TestVendorCallsOnOneConnection: the vendor's requests, one after another
@@ -377,3 +378,27 @@ func TestEndpointNeedsAToken(t *testing.T) {
 
 // TestMain: no test leaves a goroutine of the server's behind.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestConnectionWithoutARequest: a connection that ends without a request
+// reaching the endpoint (garbage net/http answers 400 itself, or nothing
+// at all within the read timeout) is told to Refused, so that the record
+// shows someone knocked.
+func TestConnectionWithoutARequest(t *testing.T) {
+	for name, send := range map[string]string{"garbage": "NOT HTTP AT ALL\r\n\r\n", "silence": ""} {
+		t.Run(name, func(t *testing.T) {
+			h := serve(t, &server{maxConns: 4, maxBody: 1 << 10, read: 200 * time.Millisecond}, nil, nil)
+			c := dial(t, h.addr)
+			_, _ = io.WriteString(c, send)
+			if !closed(c) {
+				t.Fatal("the connection was kept")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for len(h.faults()) == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := h.faults(); len(got) != 1 || got[0] != decide.FaultIncomplete {
+				t.Errorf("refusals %v, want [%s]", got, decide.FaultIncomplete)
+			}
+		})
+	}
+}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/metaharness/metaharness/confine"
-	"github.com/metaharness/metaharness/launcher/claude/hook"
+	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 )
 
 // TestTake: only the invocations metaharness itself writes are taken;
@@ -14,7 +14,7 @@ import (
 func TestTake(t *testing.T) {
 	// What metaharness writes: the init's and the probe's argv, the
 	// command sandbox's as a kind's script writes it, and the hook command
-	// of every claude plan.
+	// of every b10x plan under frame or ask.
 	for _, args := range [][]string{
 		confine.InitArgs(),
 		confine.NestedProbeArgs(),
@@ -22,7 +22,7 @@ func TestTake(t *testing.T) {
 		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{}), "-lc", "ls"),
 		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{Unset: []string{"ANTHROPIC_BASE_URL", "X_1"}, Connect: []uint16{8080, 1}}), "-c", "ls"),
 		append(confine.SandboxArgs("/bin/bash", confine.SandboxRules{Connect: []uint16{}}), "-c", "ls"),
-		hook.Args("/run/x/decisions.sock"),
+		b10xhook.Args("/run/x/decisions.sock"),
 	} {
 		if Take(args) == nil {
 			t.Errorf("%q is not taken", args)
@@ -33,15 +33,17 @@ func TestTake(t *testing.T) {
 		{"run", "claude"},
 		{"internal-init", "--help"},
 		{"internal-init", "--nested-probe", "x"},
-		{"internal-hook"},
-		{"internal-hook", "--help"},
-		{"internal-hook", "--socket"},
-		{"internal-hook", "--socket", ""},
-		{"internal-hook", "--socket="},
-		{"internal-hook", "--socket", "--help"},
-		{"internal-hook", "--socket", "a", "b"},
-		{"internal-hook", "--socket", "relative.sock"},
-		{"internal-hook", "--socket=/run/x/decisions.sock"},
+		{"internal-b10x-hook"},
+		{"internal-b10x-hook", "--help"},
+		{"internal-b10x-hook", "--socket"},
+		{"internal-b10x-hook", "--socket", ""},
+		{"internal-b10x-hook", "--socket="},
+		{"internal-b10x-hook", "--socket", "--help"},
+		{"internal-b10x-hook", "--socket", "a", "b"},
+		{"internal-b10x-hook", "--socket", "relative.sock"},
+		{"internal-b10x-hook", "--socket=/run/x/decisions.sock"},
+		// Claude Code's hook is no program since issue 38: the verb is gone.
+		{"internal-hook", "--socket", "/run/x/decisions.sock"},
 		{"--version", "internal-init"},
 		confine.SandboxArgs("/bin/bash", confine.SandboxRules{}),
 		append(confine.SandboxArgs("bash", confine.SandboxRules{}), "-c", "ls"),
@@ -62,12 +64,12 @@ func TestTake(t *testing.T) {
 	}
 }
 
-// TestHookWithoutARun: the taken hook answers deny when no run listens.
+// TestHookWithoutARun: the taken hook blocks when no run listens.
 func TestHookWithoutARun(t *testing.T) {
-	run := Take(hook.Args(t.TempDir() + "/gone.sock"))
+	run := Take(b10xhook.Args(t.TempDir() + "/gone.sock"))
 	var out, errb strings.Builder
-	code := run(strings.NewReader(`{"tool_name":"Bash","tool_use_id":"t"}`), &out, &errb)
-	if code != 0 || !strings.Contains(out.String(), `"permissionDecision":"deny"`) || errb.Len() > 0 {
-		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and a deny", code, out.String(), errb.String())
+	code := run(strings.NewReader(`{"hook":"before-call","call":{"call_id":"c1","name":"file_read","arguments":{}},"entry":"file_read","workspace":"/w"}`+"\n"), &out, &errb)
+	if code != b10xhook.Block || !strings.Contains(out.String(), `{"reason":"metaharness's decision channel did not answer`) || errb.Len() > 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want %d and a block", code, out.String(), errb.String(), b10xhook.Block)
 	}
 }

@@ -35,6 +35,7 @@ func (Kind) ProbeFlags(ctx context.Context, binary, callerHome, scratch string) 
 	w := &kind.World{
 		Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: binary, Self: filepath.Join(scratch, "metaharness"),
 		DecisionSocket: filepath.Join(scratch, "decisions.sock"), CatalogueCopy: filepath.Join(scratch, "catalogue.json"),
+		DecisionAddr: "127.0.0.1:9", DecisionToken: "doctor-probe",
 		CatalogueTools: []string{"read_file"}, Context: "doctor",
 	}
 	plan, err := Plan(spec, w)

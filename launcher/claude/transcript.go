@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -299,6 +301,9 @@ func (r *Reader) user(raw []byte) []record.Event {
 				isErr = &f
 			}
 			out = append(out, &record.ToolResult{CallID: b.ToolUseID, IsError: isErr, Content: b.Content, Bytes: &n, ToolUseResult: v.ToolUseResult})
+			if w := hookFailed(b.ToolUseID, *isErr, b.Content); w != nil {
+				out = append(out, w)
+			}
 		case b.Type == "text" && b.Text != nil:
 			out = append(out, &record.Injection{Text: *b.Text, Origin: &origin})
 		default:
@@ -307,6 +312,35 @@ func (r *Reader) user(raw []byte) []record.Event {
 		}
 	}
 	return out
+}
+
+// WarnHookFailed: Claude Code blocked a call because its PreToolUse hook
+// could not ask the run (no connection, a timeout, a non-2xx answer, one
+// it could not read): the hook's onFailure "block" at work. Nothing ran,
+// and no seam decided the call.
+const WarnHookFailed = "DECISION_HOOK_FAILED"
+
+// hookFailure is the error result 2.1.328 gives a call its PreToolUse hook
+// blocked under onFailure "block" (docs/wire-facts.md A9): the tool, the
+// hook's URL, and what failed, on the lines after.
+var hookFailure = regexp.MustCompile(`^PreToolUse:(\S+) hook error: \[([^\]\n]*)\]: ([^\n]*?); blocking because onFailure is "block"(?s:\n(.*))?$`)
+
+// hookFailed is the warning for a tool result that is the hook's failure,
+// nil for any other.
+func hookFailed(callID string, isErr bool, content json.RawMessage) *record.Warning {
+	var text string
+	if !isErr || jsonscan.Unmarshal(content, &text) != nil {
+		return nil
+	}
+	m := hookFailure.FindStringSubmatch(text)
+	if m == nil {
+		return nil
+	}
+	why := m[3]
+	if m[4] != "" {
+		why += ": " + strings.TrimSpace(m[4])
+	}
+	return &record.Warning{Code: WarnHookFailed, Message: fmt.Sprintf("Claude Code blocked call %s (%s): its PreToolUse hook at %s %s, and onFailure \"block\" stops the call there; nothing ran, and no seam decided it", callID, m[1], m[2], why)}
 }
 
 func (r *Reader) rateLimit(raw []byte) []record.Event {

@@ -2,7 +2,9 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/metaharness/metaharness/record"
@@ -69,6 +71,40 @@ func TestReaderReadsKeysAsTheVendorDoes(t *testing.T) {
 		}
 		if o, ok := items[0].Event.(*record.Opaque); !ok || o.Digest == "" {
 			t.Errorf("%s: read as %T, want an opaque line", line, items[0].Event)
+		}
+	}
+}
+
+// TestHookFailureIsRecorded: the error result 2.1.328 gives a call its
+// PreToolUse hook blocked under onFailure "block" (lines as the pinned
+// Claude Code wrote them, docs/wire-facts.md A9) is followed by a
+// DECISION_HOOK_FAILED warning naming the call, the hook and what failed;
+// the hook's own deny, and any other error result, is not.
+func TestHookFailureIsRecorded(t *testing.T) {
+	line := func(content string) []byte {
+		b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "content": content, "is_error": true, "tool_use_id": "toolu_0001"}}}})
+		return b
+	}
+	for content, want := range map[string]string{
+		"PreToolUse:Read hook error: [http://127.0.0.1:40269/decide]: failed; blocking because onFailure is \"block\"\nHTTP 500 from http://127.0.0.1:40269/decide": "Claude Code blocked call toolu_0001 (Read): its PreToolUse hook at http://127.0.0.1:40269/decide failed: HTTP 500 from http://127.0.0.1:40269/decide",
+		"PreToolUse:Bash hook error: [http://127.0.0.1:33537/decide]: failed; blocking because onFailure is \"block\"\nconnect ECONNREFUSED 127.0.0.1:33537":       "Claude Code blocked call toolu_0001 (Bash): its PreToolUse hook at http://127.0.0.1:33537/decide failed: connect ECONNREFUSED 127.0.0.1:33537",
+		"PreToolUse:Read hook error: [http://127.0.0.1:34875/decide]: timed out; blocking because onFailure is \"block\"":                                          "Claude Code blocked call toolu_0001 (Read): its PreToolUse hook at http://127.0.0.1:34875/decide timed out,",
+		"PreToolUse:Read hook error: exp deny": "",
+		"File does not exist.":                 "",
+	} {
+		var r Reader
+		var warned []string
+		for _, it := range r.Read(line(content)) {
+			if w, ok := it.Event.(*record.Warning); ok && w.Code == WarnHookFailed {
+				warned = append(warned, w.Message)
+			}
+		}
+		switch {
+		case want == "" && len(warned) > 0:
+			t.Errorf("%q: warned %q", content, warned)
+		case want != "" && (len(warned) != 1 || !strings.HasPrefix(warned[0], want)):
+			t.Errorf("%q: warned %q, want one starting %q", content, warned, want)
 		}
 	}
 }

@@ -2,12 +2,12 @@
 // test binary and registered with testscript.Main under the vendor's name
 // (the way age registers age-plugin-test), so that the run loop is driven
 // on every machine, with no Node and no real model: the launch metaharness plans,
-// the real hook program and the real mcp-serve it configures, the decision
-// channel, the commands on stdin, the wind-up.
+// the run's decision endpoint its http hook posts to and the real mcp-serve
+// it configures, the decision channel, the commands on stdin, the wind-up.
 //
 // Claude is Claude Code as a run starts it: it prints the pinned version,
 // reads its launch the way the real one does (the --settings file's
-// PreToolUse hook, the --mcp-config servers, --allowedTools), and replays a
+// PreToolUse http hook, the --mcp-config servers, --allowedTools), and replays a
 // script of stream-json records, putting each tool use to the hook and, for
 // a catalogue tool, to the MCP server, and obeying the decision; or, where
 // its script says so, holds a session with the scripted model it is
@@ -24,8 +24,10 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,7 +107,8 @@ func Claude(args []string, stdout, stderr io.Writer) int {
 		dir, _ := filepath.Abs(filepath.Dir(l.task))
 		script = strings.ReplaceAll(string(b), "$SCRIPTDIR", dir)
 	}
-	c := &claude{l: l, out: json.NewEncoder(stdout), stdout: stdout, stderr: stderr}
+	c := &claude{l: l, out: json.NewEncoder(stdout), stdout: stdout, stderr: stderr,
+		hooks: &http.Client{Transport: &http.Transport{Proxy: nil}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	defer c.closeServers()
 	return c.play(script)
 }
@@ -160,6 +163,9 @@ type claude struct {
 	msgs    int
 	turns   int
 	final   string // the model's last text (model)
+	// hooks posts the http hooks, over connections it keeps open between
+	// calls as Claude Code does; never through a proxy.
+	hooks *http.Client
 }
 
 const fakeSession = "fake-claude-session"
@@ -344,16 +350,26 @@ func (c *claude) call(id, name string, input json.RawMessage) (string, bool) {
 
 // claudeSettings is the part of the --settings file the fake reads.
 type claudeSettings struct {
-	APIKeyHelper string `json:"apiKeyHelper"`
-	Hooks        struct {
+	APIKeyHelper           string   `json:"apiKeyHelper"`
+	AllowedHTTPHookURLs    []string `json:"allowedHttpHookUrls"`
+	HTTPHookAllowedEnvVars []string `json:"httpHookAllowedEnvVars"`
+	Hooks                  struct {
 		PreToolUse []struct {
-			Matcher string `json:"matcher"`
-			Hooks   []struct {
-				Command string `json:"command"`
-				Timeout int    `json:"timeout"`
-			} `json:"hooks"`
+			Matcher string      `json:"matcher"`
+			Hooks   []hookEntry `json:"hooks"`
 		} `json:"PreToolUse"`
 	} `json:"hooks"`
+}
+
+// hookEntry is one PreToolUse hook: an http hook, the one kind the fake
+// runs, as Claude Code 2.1.328 reads it (docs/wire-facts.md A9).
+type hookEntry struct {
+	Type           string            `json:"type"`
+	URL            string            `json:"url"`
+	Timeout        int               `json:"timeout"`
+	OnFailure      string            `json:"onFailure"`
+	Headers        map[string]string `json:"headers"`
+	AllowedEnvVars []string          `json:"allowedEnvVars"`
 }
 
 // settings reads the --settings file; without one there are none.
@@ -372,14 +388,17 @@ func (c *claude) settings() (claudeSettings, error) {
 	return s, nil
 }
 
-// hook runs the --settings file's PreToolUse commands, as sh -c with the
-// payload on stdin, and reads the first decision one prints.
+// hook posts the payload to the --settings file's PreToolUse http hooks, as
+// Claude Code does, and reads the first decision one answers. A hook that
+// fails (no connection, a timeout, a non-2xx answer, a body that is no
+// JSON object) blocks the call under onFailure "block", and is passed
+// over otherwise.
 func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason string, updated json.RawMessage, err error) {
 	settings, err := c.settings()
 	if err != nil {
 		return "", "", nil, err
 	}
-	payload, _ := json.Marshal(map[string]any{"hook_event_name": "PreToolUse", "session_id": fakeSession,
+	payload, _ := json.Marshal(map[string]any{"session_id": fakeSession, "hook_event_name": "PreToolUse",
 		"tool_name": name, "tool_input": hookInput(input), "tool_use_id": id})
 	for _, m := range settings.Hooks.PreToolUse {
 		if !matches(m.Matcher, name) {
@@ -387,14 +406,12 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 		}
 		for _, h := range m.Hooks {
 			fmt.Fprintf(c.stderr, "fake claude: PreToolUse hook for %s\n", name)
-			timeout := time.Duration(max(h.Timeout, 1)) * time.Second
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
-			cmd := exec.CommandContext(ctx, "/bin/sh", "-c", h.Command)
-			cmd.Stdin, cmd.Stderr = bytes.NewReader(payload), c.stderr
-			out, runErr := cmd.Output()
-			cancel()
-			if runErr != nil {
-				return "", "", nil, runErr
+			out, ferr := c.post(settings, h, payload)
+			if ferr != nil {
+				if h.OnFailure == "block" {
+					return "", "", nil, fmt.Errorf("[%s]: %w; blocking because onFailure is \"block\"", h.URL, ferr)
+				}
+				continue
 			}
 			var o struct {
 				Specific struct {
@@ -403,11 +420,8 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 					Updated  json.RawMessage `json:"updatedInput"`
 				} `json:"hookSpecificOutput"`
 			}
-			if len(bytes.TrimSpace(out)) == 0 {
-				continue
-			}
 			if err := json.Unmarshal(out, &o); err != nil {
-				return "", "", nil, fmt.Errorf("the hook printed %q", out)
+				return "", "", nil, fmt.Errorf("the hook answered %q", out)
 			}
 			if o.Specific.Decision != "" {
 				return o.Specific.Decision, o.Specific.Reason, o.Specific.Updated, nil
@@ -415,6 +429,57 @@ func (c *claude) hook(id, name string, input json.RawMessage) (decision, reason 
 		}
 	}
 	return "", "", nil, nil
+}
+
+// post puts payload to h: its URL held to allowedHttpHookUrls, its headers'
+// $VAR and ${VAR} filled from the environment for the variables both
+// allowlists name (any other reads as empty), within its timeout. It
+// returns the body of a 2xx answer ({} for an empty one).
+func (c *claude) post(s claudeSettings, h hookEntry, payload []byte) ([]byte, error) {
+	if h.Type != "http" {
+		return nil, fmt.Errorf("the fake runs http hooks only, not %q", h.Type)
+	}
+	if s.AllowedHTTPHookURLs != nil && !slices.Contains(s.AllowedHTTPHookURLs, h.URL) {
+		return nil, fmt.Errorf("HTTP hook blocked: %s does not match any pattern in allowedHttpHookUrls", h.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(h.Timeout, 1))*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	vars := regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)\}|\$([A-Z_][A-Z0-9_]*)`)
+	for k, v := range h.Headers {
+		req.Header.Set(k, vars.ReplaceAllStringFunc(v, func(ref string) string {
+			m := vars.FindStringSubmatch(ref)
+			name := m[1] + m[2]
+			if !slices.Contains(h.AllowedEnvVars, name) || s.HTTPHookAllowedEnvVars != nil && !slices.Contains(s.HTTPHookAllowedEnvVars, name) {
+				return ""
+			}
+			return os.Getenv(name)
+		}))
+	}
+	resp, err := c.hooks.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.New("timed out")
+		}
+		return nil, fmt.Errorf("failed\n%w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("failed\n%w", err)
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, fmt.Errorf("failed\nHTTP %d from %s", resp.StatusCode, h.URL)
+	case len(bytes.TrimSpace(body)) == 0:
+		return []byte("{}"), nil
+	case !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")):
+		return nil, fmt.Errorf("failed\nHTTP hook must return JSON, but got non-JSON response body: %s", body)
+	}
+	return body, nil
 }
 
 // hookInput is a tool input as Claude Code's hook shows it, the part of

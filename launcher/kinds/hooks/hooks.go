@@ -12,7 +12,6 @@ import (
 	"slices"
 
 	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
-	"github.com/metaharness/metaharness/launcher/claude/hook"
 )
 
 // Hook is one kind's hook program.
@@ -28,13 +27,10 @@ type Hook struct {
 	Run func(stdin io.Reader, stdout io.Writer, socket string) (status int, err error)
 }
 
-// table lists every kind's hook program: Claude Code's PreToolUse hook,
-// which always exits 0 (its answer is on stdout), and the b10x loop's
-// before-call hook, whose answer is its exit status.
+// table lists every kind's hook program: the b10x loop's before-call
+// hook, whose answer is its exit status. (Claude Code posts its hook to the
+// run's decision endpoint itself, and starts no program: kind.HookEndpoint.)
 var table = []Hook{
-	{Verb: "internal-hook", Args: hook.Args, Run: func(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
-		return 0, hook.Run(stdin, stdout, socket)
-	}},
 	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Main},
 }
 
