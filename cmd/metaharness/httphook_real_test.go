@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/launcher/kind"
+	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/vendortest"
+)
+
+// hookFault is how a stand-in decision endpoint fails the hook's request.
+type hookFault struct {
+	name string
+	// serve answers a request; nil leaves the port closed (nothing
+	// listens), so the connection is refused.
+	serve http.HandlerFunc
+	// timeout, when set, is put in the settings for the hook's 60 s, so
+	// that the case waits seconds, not minutes.
+	timeout int
+	// says is what the model's error result names of the failure.
+	says string
+}
+
+// hookFaults are the failures of the channel docs/wire-facts.md A9 names.
+var hookFaults = []hookFault{
+	{name: "refused", says: "connect ECONNREFUSED"},
+	{name: "timeout", timeout: 2, says: "timed out; blocking because", serve: func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(10 * time.Second):
+		case <-r.Context().Done():
+		}
+	}},
+	{name: "500", says: "HTTP 500 from", serve: func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(500)
+		_, _ = w.Write(claude.Kind{}.HookAnswer(record.AllowDecision()))
+	}},
+	{name: "401", says: "HTTP 401 from", serve: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "Unauthorized", 401) }},
+	{name: "redirect", says: "HTTP 307 from", serve: func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:1/decide", http.StatusTemporaryRedirect)
+	}},
+	{name: "not-json", says: "HTTP hook must return JSON", serve: func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("allow")) }},
+	{name: "cut-json", says: "HTTP hook must return valid JSON", serve: func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"`))
+	}},
+	{name: "another-event", says: "incorrect event name", serve: func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"PostToolUse","permissionDecision":"allow"}}`))
+	}},
+	{name: "unknown-decision", says: "validation failed", serve: func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"yes"}}`))
+	}},
+	{name: "hang-up", says: "socket hang up", serve: func(w http.ResponseWriter, _ *http.Request) {
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = c.Close()
+		}
+	}},
+}
+
+// TestRealClaudeHTTPHookFailuresBlock: with the settings the claude plan
+// writes, every failure of the decision channel (a refused connection, a
+// timeout, a non-2xx answer, a redirect, a body that is no hook answer, a
+// connection closed unanswered) blocks the call in the pinned Claude Code:
+// a Read of a file in its working directory, which its own permission
+// rules would let run, and a Bash that would leave a file; the model gets
+// an error result naming the failure, and the run's reader of the record
+// writes a DECISION_HOOK_FAILED warning for each call. The control: the
+// same refused connection with onFailure taken out of the settings lets
+// the Read run, so the plan's onFailure is what holds.
+func TestRealClaudeHTTPHookFailuresBlock(t *testing.T) {
+	bin := vendortest.Binary(t, "claude")
+	for _, f := range hookFaults {
+		t.Run(f.name, func(t *testing.T) {
+			ran, results, warned := hookFailureRun(t, bin, f, true)
+			if len(results) != 2 {
+				t.Fatalf("the model saw %d tool results, want 2: %+v", len(results), results)
+			}
+			// Each call is blocked; the first names what failed (2.1.328
+			// names a wrong hookEventName only the first time).
+			for i, r := range results {
+				if !r.IsError || !strings.Contains(r.Content, `blocking because onFailure is "block"`) || i == 0 && !strings.Contains(r.Content, f.says) {
+					t.Errorf("call %d: the model saw %+v, want an error naming %q", i+1, r, f.says)
+				}
+			}
+			if ran {
+				t.Error("the blocked Bash call ran")
+			}
+			if len(warned) != 2 {
+				t.Errorf("the record's warnings %q, want a %s for each call", warned, claude.WarnHookFailed)
+			}
+		})
+	}
+	t.Run("control-without-onFailure", func(t *testing.T) {
+		_, results, _ := hookFailureRun(t, bin, hookFaults[0], false)
+		if len(results) == 0 || results[0].IsError || !strings.Contains(results[0].Content, "Friday") {
+			t.Errorf("without onFailure the refused hook's Read should have run: %+v", results)
+		}
+	})
+}
+
+// hookFailureRun runs the pinned Claude Code once, unconfined, with the
+// claude plan's own settings and environment pointed at a stand-in
+// endpoint failing as f says (with the plan's onFailure kept, or taken
+// out), against a scripted model making a Read and a Bash call. It returns
+// whether the Bash ran, the tool results the model saw, and the
+// DECISION_HOOK_FAILED warnings the run's reader made of the record.
+func hookFailureRun(t *testing.T, bin string, f hookFault, onFailure bool) (bool, []scripted.ToolResult, []string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if f.serve == nil {
+		_ = ln.Close()
+	} else {
+		srv := &http.Server{Handler: f.serve}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+	}
+	scratch, callerHome := t.TempDir(), t.TempDir()
+	for _, d := range []string{"home", "tmp", "work"} {
+		if err := os.Mkdir(filepath.Join(scratch, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes := filepath.Join(scratch, "work", "notes.md")
+	if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(scratch, "work", "bash-ran")
+	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(notes) + `}`)}},
+		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":"touch ` + marker + `"}`)}},
+		{Text: "DONE"},
+	}})
+	t.Cleanup(up.Close)
+	self, _ := os.Executable()
+	plan, err := claude.Plan(&kind.Spec{Kind: "claude", Prompt: "go", Credentials: kind.CredentialsNone, ModelEndpoint: up.URL(), Decisions: "frame", Hermetic: "off"},
+		&kind.World{Env: map[string]string{"HOME": callerHome}, Scratch: scratch, Binary: bin, Self: self,
+			DecisionSocket: filepath.Join(scratch, "decisions.sock"), DecisionAddr: addr, DecisionToken: "test-token",
+			Unconfinable: "the test runs Claude Code as the plan starts it, without the confinement"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan.Dirs {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, file := range plan.Files {
+		content := file.Content
+		if f.timeout > 0 {
+			content = strings.Replace(content, fmt.Sprintf(`"timeout": %d`, claude.HookTimeoutSeconds), fmt.Sprintf(`"timeout": %d`, f.timeout), 1)
+		}
+		if !onFailure {
+			content = strings.Replace(content, `"onFailure": "block",`, "", 1)
+		}
+		if err := os.WriteFile(file.Path, []byte(content), os.FileMode(file.Mode)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, plan.Program, plan.Args...)
+	cmd.Dir, cmd.Env = plan.Dir, append(plan.Env, "CLAUDE_CODE_MAX_RETRIES=0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("claude: %v\n%s", err, stderr.String())
+	}
+	var results []scripted.ToolResult
+	for _, r := range up.Requests() {
+		results = append(results, r.ToolResults...)
+	}
+	var warned []string
+	var rd claude.Reader
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		for _, it := range rd.Read(sc.Bytes()) {
+			if w, ok := it.Event.(*record.Warning); ok && w.Code == claude.WarnHookFailed {
+				warned = append(warned, w.Message)
+			}
+		}
+	}
+	_, err = os.Stat(marker)
+	return err == nil, results, warned
+}
