@@ -200,3 +200,111 @@ func hookFailureRun(t *testing.T, bin string, f hookFault, onFailure bool) (bool
 	_, err = os.Stat(marker)
 	return err == nil, results, warned
 }
+
+// manyCalls is a session of twelve calls of the native tools: Reads,
+// Bash commands and Writes, in turn, one of each Read of a file that does
+// not exist; then an answer.
+func manyCalls(tree string) scripted.Script {
+	var turns []scripted.Turn
+	call := func(name, input string) {
+		turns = append(turns, scripted.Turn{ToolCall: &scripted.ToolCall{Name: name, Input: json.RawMessage(input)}})
+	}
+	for i := range 4 {
+		call("Read", `{"file_path":`+strconvQuote(filepath.Join(tree, "notes.md"))+`}`)
+		call("Bash", fmt.Sprintf(`{"command":"echo call %d","description":"say"}`, i))
+		call("Write", `{"file_path":`+strconvQuote(filepath.Join(tree, fmt.Sprintf("out-%d.txt", i)))+`,"content":"x"}`)
+	}
+	turns[9] = scripted.Turn{ToolCall: &scripted.ToolCall{Name: "Read", Input: json.RawMessage(`{"file_path":` + strconvQuote(filepath.Join(tree, "missing.md")) + `}`)}}
+	return scripted.Script{Turns: append(turns, scripted.Turn{Text: "DONE"})}
+}
+
+// goldenFrom, when set, is a metaharness binary (today's main, say) whose
+// runs of TestRunClaudeManyCallsOverHTTP write the golden records instead
+// of being held to them.
+const goldenFrom = "METAHARNESS_HOOK_GOLDEN_FROM"
+
+// TestRunClaudeManyCallsOverHTTP: a session of twelve calls decided
+// through the decision endpoint under a frame admitting reads and the
+// shell (the Writes denied), an embedder allowing all but the Writes, and
+// observe: each call is one tool.requested and one tool.decided at the
+// hook seam, nothing of the channel is refused or failed, the audit is
+// clean, and what the record says of the calls (their events, decisions
+// and results, and the census) is what the command hook's record said for
+// the same script (testdata/httphook, written by a run of the binary
+// before issue 38 through $METAHARNESS_HOOK_GOLDEN_FROM).
+func TestRunClaudeManyCallsOverHTTP(t *testing.T) {
+	for _, mode := range []string{"frame", "ask", "observe"} {
+		t.Run(mode, func(t *testing.T) {
+			o := newOperator(t, randomToken("sk-ant-test-REAL-"))
+			o.bin = os.Getenv(goldenFrom)
+			o.write("notes.md", "the release is on Friday\n")
+			up := scripted.NewAnthropicServer(manyCalls(o.tree))
+			defer up.Close()
+			args := []string{"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
+				"--decisions", mode, "--cwd", o.tree, "--scratch-cwd", "--audit", "-p", "go"}
+			var answer func(ev *record.EventLine, stdin func(string))
+			switch mode {
+			case "frame":
+				args = append(args, "--frame", o.sealFrame("file.read", "shell"))
+			case "ask":
+				answer = decideAll(t, map[string]string{}, func(req *record.ToolRequested) string {
+					if req.Name == "Write" {
+						return `{"decision":"deny","reason":"no writes in this step"}`
+					}
+					return `{"decision":"allow"}`
+				})
+			}
+			res := o.run(answer, args...)
+			if res.code != 0 {
+				t.Errorf("exit %d, want 0 (a clean audit)", res.code)
+			}
+			o.onePerCall(res, 12)
+			for _, ev := range res.find("warning") {
+				switch c := ev.(*record.Warning).Code; c {
+				case claude.WarnHookFailed, "DECISION_CHANNEL_REFUSED", "DECISION_NOT_VENDOR":
+					t.Errorf("the channel failed or refused: %s", ev.(*record.Warning).Message)
+				}
+			}
+			got := callRecord(res)
+			golden := filepath.Join("testdata", "httphook", "many-calls-"+mode+".txt")
+			if o.bin != "" {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("the record of the calls differs from the command hook's (%s):\n got:\n%s\nwant:\n%s", golden, got, want)
+			}
+		})
+	}
+}
+
+// callRecord is what a run's record says of its calls, one line an event
+// (the tool events, and every warning but the proxy's per-request ones,
+// which name sizes and times), then the census.
+func callRecord(res *runResult) string {
+	var b strings.Builder
+	for _, l := range res.events {
+		switch ev := l.Event.(type) {
+		case *record.ToolRequested:
+			fmt.Fprintf(&b, "tool.requested %s %s seam=%s required=%t\n", ev.CallID, ev.Name, ev.Seam, ev.DecisionRequired)
+		case *record.ToolDecided:
+			fmt.Fprintf(&b, "tool.decided %s %s by=%s seam=%s reason=%q\n", ev.CallID, ev.Decision.Decision, ev.DecidedBy, ev.Seam, ev.Decision.Reason)
+		case *record.ToolResult:
+			fmt.Fprintf(&b, "tool.result %s error=%t\n", ev.CallID, ev.IsError != nil && *ev.IsError)
+		case *record.Warning:
+			if ev.Code != "LOOPBACK_REQUEST" {
+				fmt.Fprintf(&b, "warning %s\n", ev.Code)
+			}
+		case *record.SessionEnded:
+			c, _ := json.Marshal(ev.Census)
+			fmt.Fprintf(&b, "census %s\n", c)
+		}
+	}
+	return b.String()
+}

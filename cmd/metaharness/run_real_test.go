@@ -39,6 +39,9 @@ type operator struct {
 	wrap  []string
 	extra []*os.File
 	group bool
+	// bin is the metaharness binary run starts, "" for the one on PATH
+	// (the test binary standing in for it).
+	bin string
 }
 
 func newOperator(t *testing.T, token string) *operator {
@@ -145,6 +148,9 @@ func (o *operator) runWatched(started func(pid int), answer func(ev *record.Even
 	bin, err := exec.LookPath("metaharness")
 	if err != nil {
 		o.t.Fatal(err)
+	}
+	if o.bin != "" {
+		bin = o.bin
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
