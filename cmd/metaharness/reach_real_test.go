@@ -17,11 +17,12 @@ import (
 // the proxy, the proxy's address, a messaging socket), tries every port
 // listening in the child's network (the model route among them) and posts a
 // model request of its own, forcing a call, on every way it finds; then it
-// runs the hook command with a call id of its making. The kernel keeps it
-// off the model route; where it does not (--unconfined), the proxy tells
-// the vendor's connections from the commands' and refuses theirs. Either
-// way nothing the agent asked reaches the model, no call of its making is
-// decided, and H13 is the gap that says what was tried.
+// posts a decision request of its own to the run's decision endpoint. The
+// kernel keeps it off the model route and the endpoint; where it does not
+// (--unconfined), the proxy and the endpoint tell the vendor's connections
+// from the commands' and refuse theirs. Either way nothing the agent asked
+// reaches the model, no request of its making is decided, and H13 is the
+// gap that says what was tried.
 
 // ownModelRequest is a model request of the agent's, forcing a Bash call.
 const ownModelRequest = `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"go"}],"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"Bash"}}`
@@ -30,7 +31,7 @@ const ownModelRequest = `{"model":"m","max_tokens":64,"messages":[{"role":"user"
 // whether Claude Code's messaging socket is there, and what a model request
 // of its own gets with the vendor's variables, where it has them, at the
 // base URL they name.
-const reachProbe = `echo "VARS:$(env | cut -d= -f1 | grep -E '^(ANTHROPIC_|CLAUDE_CODE_MESSAGING|METAHARNESS_LOOPBACK|OPENAI_API_KEY)' | sort | tr '\n' ' ')"
+const reachProbe = `echo "VARS:$(env | cut -d= -f1 | grep -E '^(ANTHROPIC_|CLAUDE_CODE_MESSAGING|METAHARNESS_LOOPBACK|METAHARNESS_DECISION|OPENAI_API_KEY)' | sort | tr '\n' ' ')"
 echo "SOCKS:$(find "${TMPDIR:-/tmp}" "$HOME" ${CLAUDE_CONFIG_DIR:+"$CLAUDE_CONFIG_DIR"} -type s 2>/dev/null | wc -l)"
 if [ -n "$ANTHROPIC_BASE_URL" ]; then
   echo "OWN-AT-BASE: $(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' -X POST -H 'content-type: application/json' -H "Authorization: Bearer $ANTHROPIC_AUTH_TOKEN" -d '` + ownModelRequest + `' "$ANTHROPIC_BASE_URL/v1/messages")"
@@ -67,55 +68,66 @@ for p in $(cat /tmp/open-ports 2>/dev/null); do
 done
 rm -f /tmp/open-ports`
 
-// claudeForgedHook runs the hook command the scratch settings name for a
-// call id the model never sent.
-const claudeForgedHook = `settings="$(dirname "$TMPDIR")/claude-settings.json"
-hook=$(grep -o '"command": "[^"]*"' "$settings" | head -1 | cut -d'"' -f4)
-echo "FORGED-HOOK: $(printf '%s' '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"id"},"tool_use_id":"toolu_agents_own"}' | sh -c "$hook")"`
+// claudeForgedDecision posts a decision request of the agent's to the
+// decision endpoint the scratch settings name, for the model's own call
+// (on the wire, so only who asks can tell it from Claude Code's), with
+// the run's decision token where the command holds it; and looks for the
+// decision socket, which a run without the owned surface does not open.
+const claudeForgedDecision = `settings="$(dirname "$TMPDIR")/claude-settings.json"
+url=$(grep -o '"url": "[^"]*"' "$settings" | head -1 | cut -d'"' -f4)
+echo "FORGED-DECISION: $(curl -s -o /dev/null -w '%{http_code}' --noproxy '*' --max-time 10 -X POST -H 'content-type: application/json' -H "Authorization: Bearer ${METAHARNESS_DECISION_TOKEN:-none}" -d '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"id"},"tool_use_id":"toolu_0001"}' "$url")"
+[ -e "$(dirname "$TMPDIR")/decisions.sock" ] && echo "SOCKET: present" || echo "SOCKET: absent"`
 
 // TestRunClaudeCommandsReachLess: under a frame admitting the shell, an
 // embedder allowing everything, and observe, the agent's command inherits
-// none of the vendor's variables and finds no messaging socket; of the
-// ports listening in its network only the egress gate's opens (the model
-// route's is refused by the kernel, EACCES); its model request on the
-// gate's port is refused (421) and recorded; its forged hook request is
-// denied at once; the upstream sees only Claude Code's own two requests;
-// H13 is a gap naming both, and the audit exits 1.
+// none of the vendor's variables (the decision token among them) and finds
+// no messaging socket and no decision socket; of the ports listening in
+// its network only the egress gate's opens (the model route's and the
+// decision endpoint's are refused by the kernel, EACCES); its model
+// request on the gate's port is refused (421) and recorded; its decision
+// request never connects; the upstream sees only Claude Code's own two
+// requests; H13 is a gap, and the audit exits 1.
 func TestRunClaudeCommandsReachLess(t *testing.T) {
 	for _, mode := range []string{"frame", "ask", "observe"} {
 		t.Run(mode, func(t *testing.T) {
 			o := newOperator(t, randomToken("sk-ant-test-REAL-"))
-			res, up, out := runReach(t, o, mode, reachProbe+"\n"+portProbe+"\n"+claudeForgedHook)
+			res, up, out := runReach(t, o, mode, reachProbe+"\n"+portProbe+"\n"+claudeForgedDecision)
 			if !strings.Contains(out, "VARS:\n") || !strings.Contains(out, "SOCKS:0\n") {
 				t.Errorf("the command inherited the vendor's variables or found its messaging socket:\n%s", out)
 			}
 			open, refused := portLines(out)
-			if len(open) != 1 || len(refused) != 1 || !strings.HasSuffix(refused[0], " EACCES") {
-				t.Errorf("ports: open %v, refused %v; want the gate's open and the model route's refused by the kernel", open, refused)
+			if len(open) != 1 || len(refused) != 2 || !strings.HasSuffix(refused[0], " EACCES") || !strings.HasSuffix(refused[1], " EACCES") {
+				t.Errorf("ports: open %v, refused %v; want the gate's open and the model route's and the decision endpoint's refused by the kernel", open, refused)
 			}
 			if len(open) == 1 && !strings.Contains(out, "OWN-ON-"+strings.Fields(open[0])[1]+": 421") {
 				t.Errorf("the agent's model request on the gate's port was not refused 421:\n%s", out)
 			}
-			if !strings.Contains(out, `FORGED-HOOK: {"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny"`) {
-				t.Errorf("the forged hook request was not denied:\n%s", out)
+			if !strings.Contains(out, "FORGED-DECISION: 000\n") || !strings.Contains(out, "SOCKET: absent") {
+				t.Errorf("the forged decision request connected, or the decision socket was there:\n%s", out)
 			}
-			reachHeld(t, res, up, attest.ModelRequestNotVendor, attest.DecisionNotOnWire)
+			reachHeld(t, res, up, attest.ModelRequestNotVendor)
 		})
 	}
 }
 
 // TestRunClaudeUnconfinedCommandsCannotAskTheModel: with no kernel control
 // (--unconfined), the agent's command holds Claude Code's credential for
-// the proxy and its address; its model request there, forcing a call, is
-// refused 403 as not the vendor's (its connection is not Claude Code's
-// process's), never forwarded, and recorded: H13 is a gap.
+// the proxy and its address, and the run's decision token; its model
+// request there, forcing a call, is refused 403 as not the vendor's (its
+// connection is not Claude Code's process's), never forwarded, and
+// recorded; so is its decision request at the endpoint, token and all,
+// for the model's own call: never decided (DECISION_NOT_VENDOR). H13 is a
+// gap.
 func TestRunClaudeUnconfinedCommandsCannotAskTheModel(t *testing.T) {
 	o := newOperator(t, randomToken("sk-ant-test-REAL-"))
-	res, up, out := runReach(t, o, "frame", reachProbe, "--unconfined")
+	res, up, out := runReach(t, o, "frame", reachProbe+"\n"+claudeForgedDecision, "--unconfined")
 	if !strings.Contains(out, "ANTHROPIC_AUTH_TOKEN") || !strings.Contains(out, "OWN-AT-BASE: 403") {
 		t.Errorf("unconfined, the command should hold the variables and be refused at the base URL:\n%s", out)
 	}
-	reachHeld(t, res, up, attest.ModelRequestNotVendor)
+	if !strings.Contains(out, "METAHARNESS_DECISION_TOKEN") || !strings.Contains(out, "FORGED-DECISION: 403\n") {
+		t.Errorf("unconfined, the command's decision request should be refused 403 as not the vendor's:\n%s", out)
+	}
+	reachHeld(t, res, up, attest.ModelRequestNotVendor, attest.DecisionNotVendor)
 }
 
 // codexOwnRequest posts a model request of the agent's, with codex's
