@@ -8,7 +8,10 @@
 //     conformance/scripted's Anthropic server against the pinned Claude Code
 //     started directly on the same script and prompt, wall time to exit;
 //   - with -parallel, only N runs started at once against N bare
-//     (parallel.go).
+//     (parallel.go);
+//   - with -sessions, only each kind's governed sessions of 1, 10 and 50
+//     decided calls against the same bare, and what one more decided call
+//     costs (sessions.go).
 //
 // The real Claude Code runs only inside scripts/loopback-only, with its
 // telemetry, retries and auto-update off. Run it with scripts/bench.
@@ -30,6 +33,7 @@ import (
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/launcher/claude"
+	"github.com/metaharness/metaharness/testkit/b10xstandin"
 	"github.com/metaharness/metaharness/testkit/collector"
 )
 
@@ -48,6 +52,7 @@ func main() {
 		standIn()
 		return
 	}
+	b10xstandin.MainIfInvoked() // the b10x loop's stand-in of the sessions (sessions.go)
 	mh := flag.String("metaharness", "", "the metaharness binary to measure")
 	spawns := flag.Int("spawns", 30, "interleaved start→spawn pairs")
 	runs := flag.Int("runs", 7, "interleaved governed/bare pairs on the scripted model")
@@ -57,6 +62,10 @@ func main() {
 	rounds := flag.Int("parallel-rounds", 3, "with -parallel: interleaved rounds at each N")
 	realN := flag.Int("real-parallel", 4, "with -parallel: N of the real Claude Code's runs at once")
 	verbose := flag.Bool("v", false, "with -parallel: every run's figures too")
+	sessions := flag.String("sessions", "", "measure only each kind's governed vs bare sessions of these numbers of decided calls, comma-separated (sessions.go)")
+	sessionRounds := flag.Int("session-rounds", 5, "with -sessions: interleaved rounds at each length")
+	sessionKinds := flag.String("session-kinds", "claude,claude-bash,codex,b10x", "with -sessions: the kinds, comma-separated (claude-bash: Claude Code's Bash calls)")
+	before := flag.String("before", "", "with -sessions: another metaharness binary measured as a third side of every round (the one before a change)")
 	flag.Parse()
 	if *mh == "" {
 		fail(errors.New("-metaharness is required: the binary to measure (scripts/bench builds one)"))
@@ -66,6 +75,16 @@ func main() {
 		fail(err)
 	}
 	defer os.RemoveAll(root)
+	if *sessions != "" {
+		lengths, err := counts(*sessions)
+		if err == nil {
+			err = sessionsFor(*mh, *before, root, strings.Split(*sessionKinds, ","), lengths, max(*sessionRounds, 1))
+		}
+		if err != nil {
+			fail(fmt.Errorf("sessions: %w", err))
+		}
+		return
+	}
 	if *parallel != "" {
 		ns, err := counts(*parallel)
 		if err == nil && *standin == "" {
@@ -206,14 +225,22 @@ type operator struct {
 }
 
 func newOperator(root, name, bin string) (*operator, error) {
+	return newOperatorOf(root, name, "claude", bin)
+}
+
+// newOperatorOf is an operator whose ~/.local/bin/<vendor> is bin, a link
+// ("" links nothing).
+func newOperatorOf(root, name, vendor, bin string) (*operator, error) {
 	o := &operator{home: filepath.Join(root, name, "home"), tree: filepath.Join(root, name, "tree")}
 	for _, d := range []string{filepath.Join(o.home, ".local", "bin"), o.tree} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.Symlink(bin, filepath.Join(o.home, ".local", "bin", "claude")); err != nil {
-		return nil, err
+	if vendor != "" {
+		if err := os.Symlink(bin, filepath.Join(o.home, ".local", "bin", vendor)); err != nil {
+			return nil, err
+		}
 	}
 	o.env = []string{"HOME=" + o.home, "PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", tokenEnv + "=" + token,
 		// One cache for every run, as a caller has: the warm-up pair fills

@@ -1,0 +1,418 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/metaharness/metaharness/conformance/scripted"
+	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/record"
+	"github.com/metaharness/metaharness/testkit/b10xstandin"
+)
+
+// The sessions: per kind, a governed run against the same work done bare,
+// on sessions of 1, 10 and 50 decided calls, interleaved pairs, medians of
+// wall time (exec to exit) and of the CPU the whole process tree used (the
+// rusage wait4 reports, which holds every descendant reaped); then what
+// one more decided call costs, from the slope of governed less bare over
+// the session's length. With -before, a third side in every round: the
+// same governed run of another metaharness binary (the one before a
+// change), so that before and after come from the same run.
+
+// sessionKind is one kind's governed and bare sessions of n calls.
+type sessionKind struct {
+	name, calls string // the kind, and the calls its sessions make
+	// vendor and binary are the operator's ~/.local/bin/<vendor> link and
+	// what it names (vendor "": prepare puts the vendor there itself).
+	vendor, binary string
+	// prepare writes what a session of n calls needs in o's world and
+	// returns its scripted model (nil for a kind whose calls are scripted
+	// in its stand-in).
+	prepare func(o *operator, n int) (*scripted.Server, error)
+	// governed and bare are the two sides' commands.
+	governed func(mh string, o *operator, up *scripted.Server) *exec.Cmd
+	bare     func(o *operator, up *scripted.Server) (*exec.Cmd, error)
+	// did says why a side did not do its n calls' work, nil when it did.
+	did func(o *operator, up *scripted.Server, n int, out []byte) error
+}
+
+// sample is one run's wall time and CPU.
+type sample struct{ wall, cpu time.Duration }
+
+// sessionsFor runs the sessions of each kind named that this host can run
+// and prints their rows; a kind it cannot run is a line saying why.
+func sessionsFor(mh, before, root string, names []string, lengths []int, rounds int) error {
+	for _, name := range names {
+		var k sessionKind
+		switch name {
+		case "claude", "claude-bash":
+			bin, why := realClaude()
+			if bin == "" {
+				fmt.Printf("%s: not measured: %s\n\n", name, why)
+				continue
+			}
+			k = claudeSessions(bin, map[string]string{"claude": "Read", "claude-bash": "Bash"}[name])
+		case "codex":
+			bin, why := realCodex()
+			if bin == "" {
+				fmt.Printf("codex: not measured: %s\n\n", why)
+				continue
+			}
+			k = codexSessions(bin)
+		case "b10x":
+			k = b10xSessions()
+		default:
+			return fmt.Errorf("no sessions of a kind %q (claude, claude-bash, codex, b10x)", name)
+		}
+		if err := sessionRows(mh, before, root, k, lengths, rounds); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		fmt.Println()
+	}
+	return nil
+}
+
+// realCodex is the pinned Codex's native binary, or why it cannot run
+// here (where the real Claude Code cannot).
+func realCodex() (string, string) {
+	if _, why := realClaude(); why != "" && !strings.HasPrefix(why, "stat ") {
+		return "", why
+	}
+	bin := filepath.Join(os.Getenv("METAHARNESS_NODE_TOOLS"), "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+	if _, err := os.Stat(bin); err != nil {
+		return "", err.Error()
+	}
+	return bin, ""
+}
+
+func sessionRows(mh, before, root string, k sessionKind, lengths []int, pairs int) error {
+	type sides struct{ governed, bare, before []sample }
+	got := map[int]*sides{}
+	for _, n := range lengths {
+		got[n] = &sides{}
+	}
+	// Rounds turn through the lengths, and each round's sides alternate
+	// their order, so that a drift of the machine falls on all of them.
+	for round := -1; round < pairs; round++ { // round -1 warms the caches
+		for _, n := range lengths {
+			order := []string{"governed", "bare", "before"}
+			if round%2 == 1 {
+				order = []string{"before", "bare", "governed"}
+			}
+			for _, side := range order {
+				if side == "before" && before == "" {
+					continue
+				}
+				s, err := session(mh, before, root, k, side, n, round)
+				if err != nil {
+					return fmt.Errorf("%s, %d calls: %w", side, n, err)
+				}
+				if round < 0 {
+					continue
+				}
+				g := got[n]
+				switch side {
+				case "governed":
+					g.governed = append(g.governed, s)
+				case "bare":
+					g.bare = append(g.bare, s)
+				default:
+					g.before = append(g.before, s)
+				}
+			}
+		}
+	}
+	fmt.Printf("%s: governed vs bare, sessions of %s decided calls (%s), %d interleaved rounds, medians\n", k.name, joinInts(lengths), k.calls, pairs)
+	var xs, wallAdded, cpuAdded, wallBefore, cpuBefore []float64
+	for _, n := range lengths {
+		g := got[n]
+		gw, gc := medianSample(g.governed)
+		bw, bc := medianSample(g.bare)
+		fmt.Printf("  %3d calls  governed wall %8.1f ms cpu %8.1f ms   bare wall %8.1f ms cpu %8.1f ms   ratio wall %.3fx cpu %.3fx   added wall %+7.1f ms cpu %+7.1f ms\n",
+			n, ms(gw), ms(gc), ms(bw), ms(bc), gw.Seconds()/bw.Seconds(), gc.Seconds()/bc.Seconds(), ms(gw-bw), ms(gc-bc))
+		xs = append(xs, float64(n))
+		wallAdded, cpuAdded = append(wallAdded, ms(gw-bw)), append(cpuAdded, ms(gc-bc))
+		if before != "" {
+			ow, oc := medianSample(g.before)
+			fmt.Printf("            before     wall %8.1f ms cpu %8.1f ms   ratio wall %.3fx cpu %.3fx   added wall %+7.1f ms cpu %+7.1f ms\n",
+				ms(ow), ms(oc), ow.Seconds()/bw.Seconds(), oc.Seconds()/bc.Seconds(), ms(ow-bw), ms(oc-bc))
+			wallBefore, cpuBefore = append(wallBefore, ms(ow-bw)), append(cpuBefore, ms(oc-bc))
+		}
+	}
+	sw, sc := slope(xs, wallAdded), slope(xs, cpuAdded)
+	fmt.Printf("  each decided call adds (the slope of governed less bare): wall %.2f ms, cpu %.2f ms   aim at most 2 ms each: %s\n", sw, sc, met(sw <= 2 && sc <= 2))
+	if before != "" {
+		fmt.Printf("  before: each decided call added wall %.2f ms, cpu %.2f ms\n", slope(xs, wallBefore), slope(xs, cpuBefore))
+	}
+	if k.name == "claude" && strings.HasPrefix(k.calls, "Read") {
+		if g, ok := got[50]; ok {
+			gw, gc := medianSample(g.governed)
+			bw, bc := medianSample(g.bare)
+			rw, rc := gw.Seconds()/bw.Seconds(), gc.Seconds()/bc.Seconds()
+			fmt.Printf("  a 50-call session within 1.10x of bare: wall %.3fx, cpu %.3fx: %s (stretch 1.05x: %s)\n", rw, rc, met(rw <= 1.10 && rc <= 1.10), met(rw <= 1.05 && rc <= 1.05))
+		}
+	}
+	return nil
+}
+
+// session runs one side of one round and measures it.
+func session(mh, before, root string, k sessionKind, side string, n, round int) (sample, error) {
+	name := fmt.Sprintf("%s-%d-%s-%d", k.name, n, side, round+1)
+	o, err := newOperatorOf(root, name, k.vendor, k.binary)
+	if err != nil {
+		return sample{}, err
+	}
+	defer os.RemoveAll(filepath.Join(root, name))
+	up, err := k.prepare(o, n)
+	if err != nil {
+		return sample{}, err
+	}
+	if up != nil {
+		defer up.Close()
+	}
+	var cmd *exec.Cmd
+	switch side {
+	case "governed":
+		cmd = k.governed(mh, o, up)
+	case "before":
+		cmd = k.governed(before, o, up)
+	default:
+		if cmd, err = k.bare(o, up); err != nil {
+			return sample{}, err
+		}
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err = cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, lastLines(out.String(), 5))
+	}
+	if err := k.did(o, up, n, out.Bytes()); err != nil {
+		return sample{}, fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, lastLines(out.String(), 5))
+	}
+	s := sample{wall: wall}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return s, nil
+}
+
+// claudeSessions is Claude Code making n calls of tool (Read of the
+// notes, or a Bash command), decided at its PreToolUse hook.
+func claudeSessions(bin, tool string) sessionKind {
+	calls := "Read of a file"
+	if tool == "Bash" {
+		calls = "Bash: true, through the command sandbox"
+	}
+	return sessionKind{name: "claude", calls: calls, vendor: "claude", binary: bin,
+		prepare: func(o *operator, n int) (*scripted.Server, error) {
+			notes := filepath.Join(o.tree, "notes.md")
+			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+				return nil, err
+			}
+			in, _ := json.Marshal(map[string]string{"file_path": notes})
+			if tool == "Bash" {
+				in = json.RawMessage(`{"command":"true","description":"nothing"}`)
+			}
+			return scripted.NewAnthropicServer(repeated(n, scripted.Turn{ToolCall: &scripted.ToolCall{Name: tool, Input: in}})), nil
+		},
+		governed: func(mh string, o *operator, up *scripted.Server) *exec.Cmd { return o.governed(mh, up.URL()) },
+		bare: func(o *operator, up *scripted.Server) (*exec.Cmd, error) {
+			cmd, err := bareClaude(bin, o, up.URL())
+			if err == nil && tool == "Bash" {
+				for i, a := range cmd.Args {
+					if a == "--allowedTools" {
+						cmd.Args[i+1] = "Read,Bash"
+					}
+				}
+			}
+			return cmd, err
+		},
+		did: func(_ *operator, up *scripted.Server, n int, _ []byte) error { return resultsOK(up, n) },
+	}
+}
+
+// codexSessions is Codex making n exec_command calls (cat of the notes),
+// each decided over its JSON-RPC connection (an approval request) when
+// governed; bare, codex exec runs them unasked.
+func codexSessions(bin string) sessionKind {
+	return sessionKind{name: "codex", calls: "exec_command: cat of a file, an approval each", vendor: "codex", binary: bin,
+		prepare: func(o *operator, n int) (*scripted.Server, error) {
+			if err := os.WriteFile(filepath.Join(o.tree, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+				return nil, err
+			}
+			return scripted.NewOpenAIServer(repeated(n, scripted.Turn{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"cat notes.md"}`)}})), nil
+		},
+		governed: func(mh string, o *operator, up *scripted.Server) *exec.Cmd {
+			cmd := exec.Command(mh, "run", "codex", "--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", tokenEnv,
+				"--model", "gpt-5.5", "--decisions", "observe", "--cwd", o.tree, "--scratch-cwd", "-p", prompt)
+			cmd.Env = o.env
+			return cmd
+		},
+		bare: func(o *operator, up *scripted.Server) (*exec.Cmd, error) {
+			codexHome := filepath.Join(o.home, ".codex")
+			if err := os.MkdirAll(codexHome, 0o700); err != nil {
+				return nil, err
+			}
+			config := "model = \"gpt-5.5\"\nmodel_provider = \"bench\"\napproval_policy = \"never\"\nsandbox_mode = \"read-only\"\n\n" +
+				"[analytics]\nenabled = false\n\n[features]\nplugins = false\nunbounded_connection_retries = false\n\n" +
+				"[model_providers.bench]\nname = \"bench\"\nbase_url = \"" + up.URL() + "/v1\"\nwire_api = \"responses\"\nenv_key = \"" + tokenEnv + "\"\nrequest_max_retries = 0\nstream_max_retries = 1\n"
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+				return nil, err
+			}
+			cmd := exec.Command(bin, "exec", "--json", "--skip-git-repo-check", "--ephemeral", prompt)
+			cmd.Dir = o.tree
+			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + o.home, "CODEX_HOME=" + codexHome, "LANG=C.UTF-8", tokenEnv + "=" + token}
+			return cmd, nil
+		},
+		did: func(_ *operator, up *scripted.Server, n int, _ []byte) error { return resultsOK(up, n) },
+	}
+}
+
+// b10xSessions is the b10x loop's stand-in (this program, started as
+// b10x-harness) making n file_read calls, each put to metaharness's
+// before-call hook (a process per call) when governed under a frame that
+// admits them; bare, the same loop runs them with no hooks file.
+func b10xSessions() sessionKind {
+	return sessionKind{name: "b10x", calls: "file_read of a file, the before-call hook a process each",
+		prepare: func(o *operator, n int) (*scripted.Server, error) {
+			if _, err := b10xstandin.Install(filepath.Join(o.home, ".local", "bin"), nil); err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(o.tree, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+				return nil, err
+			}
+			script := b10xstandin.Config{}
+			for i := range n {
+				script.Calls = append(script.Calls, b10xstandin.Call{CallID: fmt.Sprintf("call-%d", i+1), Name: "file_read", Arguments: json.RawMessage(`{"path":"notes.md"}`)})
+			}
+			b, _ := json.Marshal(script)
+			if err := os.WriteFile(filepath.Join(o.tree, "script.json"), b, 0o644); err != nil {
+				return nil, err
+			}
+			f, err := readFrame()
+			if err != nil {
+				return nil, err
+			}
+			return nil, os.WriteFile(filepath.Join(o.home, "frame.json"), f, 0o644)
+		},
+		governed: func(mh string, o *operator, _ *scripted.Server) *exec.Cmd {
+			cmd := exec.Command(mh, "run", "b10x", "--credentials", "none", "--model", "b10x-emulated", "--model-endpoint", "https://example.invalid",
+				"--decisions", "frame", "--frame", filepath.Join(o.home, "frame.json"), "--cwd", o.tree, "--scratch-cwd", "-p", "script.json")
+			cmd.Env = o.env
+			return cmd
+		},
+		bare: func(o *operator, _ *scripted.Server) (*exec.Cmd, error) {
+			cmd := exec.Command(filepath.Join(o.home, ".local", "bin", b10xstandin.Name), "run", "--base-url", "https://example.invalid/v1", "--model", "b10x-emulated",
+				"--workspace", o.tree, "--json", "--no-session", "--input", "script.json")
+			cmd.Dir = o.tree
+			cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + o.home, "LANG=C.UTF-8"}
+			return cmd, nil
+		},
+		did: func(o *operator, _ *scripted.Server, n int, _ []byte) error {
+			var seen b10xstandin.Seen
+			b, err := os.ReadFile(filepath.Join(o.tree, "script.seen.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &seen)
+			}
+			if err != nil {
+				return err
+			}
+			ok := 0
+			for _, r := range seen.Results {
+				if !r.Failed && strings.Contains(r.Text, "Friday") {
+					ok++
+				}
+			}
+			if ok != n {
+				return fmt.Errorf("%d of %d calls read the notes: %+v", ok, n, seen.Results)
+			}
+			return nil
+		},
+	}
+}
+
+// readFrame is a sealed frame admitting file.read.
+func readFrame() ([]byte, error) {
+	f, err := frame.Seal(frame.Document{
+		Workflow: frame.Workflow{ID: "bench", Version: "1"}, Node: frame.NodeRef{ID: "read"},
+		Step:  record.StepRef{Workflow: "bench", State: "read", Index: 1, Attempt: 1},
+		Prior: []frame.Fact{}, Obligations: []frame.Requirement{}, Reaching: []frame.Requirement{},
+		Next: []frame.NodeRef{}, Handoff: frame.Handoff{Handoff: "none"}, Subjects: frame.SubjectScope{},
+		Operations: []frame.Operation{{Op: "file.read"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f.Encode(), nil
+}
+
+// repeated is a script of n turns of t, then an answer.
+func repeated(n int, t scripted.Turn) scripted.Script {
+	s := scripted.Script{}
+	for range n {
+		s.Turns = append(s.Turns, t)
+	}
+	s.Turns = append(s.Turns, scripted.Turn{Text: "DONE"})
+	return s
+}
+
+// resultsOK: the model was handed n tool results, none an error.
+func resultsOK(up *scripted.Server, n int) error {
+	var got, failed int
+	for _, r := range up.Requests() {
+		for _, tr := range r.ToolResults {
+			got++
+			if tr.IsError {
+				failed++
+			}
+		}
+	}
+	if got != n || failed > 0 {
+		return fmt.Errorf("the model was handed %d tool results, %d of them errors; want %d, none", got, failed, n)
+	}
+	return nil
+}
+
+func medianSample(s []sample) (wall, cpu time.Duration) {
+	var ws, cs []time.Duration
+	for _, x := range s {
+		ws, cs = append(ws, x.wall), append(cs, x.cpu)
+	}
+	return median(ws), median(cs)
+}
+
+// slope is the least-squares slope of ys over xs.
+func slope(xs, ys []float64) float64 {
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/float64(len(xs)), my/float64(len(xs))
+	var num, den float64
+	for i := range xs {
+		num += (xs[i] - mx) * (ys[i] - my)
+		den += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if den == 0 {
+		return 0
+	}
+	return num / den
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, fmt.Sprint(n))
+	}
+	return strings.Join(s, ", ")
+}
