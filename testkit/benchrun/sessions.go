@@ -146,6 +146,9 @@ func sessionRows(mh, before, root string, k sessionKind, lengths []int, pairs in
 			wallBefore, cpuBefore = append(wallBefore, ms(ow-bw)), append(cpuBefore, ms(oc-bc))
 		}
 	}
+	if len(lengths) < 2 {
+		return nil // no slope from one length
+	}
 	sw, sc := slope(xs, wallAdded), slope(xs, cpuAdded)
 	fmt.Printf("  each decided call adds (the slope of governed less bare): wall %.2f ms, cpu %.2f ms   aim at most 2 ms each: %s\n", sw, sc, met(sw <= 2 && sc <= 2))
 	if before != "" {
@@ -237,7 +240,7 @@ func claudeSessions(bin, tool string) sessionKind {
 			}
 			return cmd, err
 		},
-		did: func(_ *operator, up *scripted.Server, n int, _ []byte) error { return resultsOK(up, n) },
+		did: func(_ *operator, _ *scripted.Server, n int, out []byte) error { return calledOK(out, n) },
 	}
 }
 
@@ -274,7 +277,7 @@ func codexSessions(bin string) sessionKind {
 			cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + o.home, "CODEX_HOME=" + codexHome, "LANG=C.UTF-8", tokenEnv + "=" + token}
 			return cmd, nil
 		},
-		did: func(_ *operator, up *scripted.Server, n int, _ []byte) error { return resultsOK(up, n) },
+		did: func(_ *operator, _ *scripted.Server, n int, out []byte) error { return calledOK(out, n) },
 	}
 }
 
@@ -366,19 +369,56 @@ func repeated(n int, t scripted.Turn) scripted.Script {
 	return s
 }
 
-// resultsOK: the model was handed n tool results, none an error.
-func resultsOK(up *scripted.Server, n int) error {
-	var got, failed int
-	for _, r := range up.Requests() {
-		for _, tr := range r.ToolResults {
-			got++
-			if tr.IsError {
+// calledOK: the side's own record shows n calls that ran without an
+// error: metaharness's events (tool.result), Claude Code's stream-json
+// (tool_result blocks), or codex exec's (command_execution items).
+func calledOK(out []byte, n int) error {
+	var ran, failed int
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		var l struct {
+			Event   string `json:"event"`
+			IsError *bool  `json:"is_error"`
+			Type    string `json:"type"`
+			Message struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+			Item struct {
+				Type     string `json:"type"`
+				ExitCode *int   `json:"exit_code"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(line, &l) != nil {
+			continue
+		}
+		switch {
+		case l.Event == "tool.result":
+			ran++
+			if l.IsError != nil && *l.IsError {
+				failed++
+			}
+		case l.Type == "user":
+			var blocks []struct {
+				Type    string `json:"type"`
+				IsError bool   `json:"is_error"`
+			}
+			_ = json.Unmarshal(l.Message.Content, &blocks)
+			for _, b := range blocks {
+				if b.Type == "tool_result" {
+					ran++
+					if b.IsError {
+						failed++
+					}
+				}
+			}
+		case l.Type == "item.completed" && l.Item.Type == "command_execution":
+			ran++
+			if l.Item.ExitCode == nil || *l.Item.ExitCode != 0 {
 				failed++
 			}
 		}
 	}
-	if got != n || failed > 0 {
-		return fmt.Errorf("the model was handed %d tool results, %d of them errors; want %d, none", got, failed, n)
+	if ran != n || failed > 0 {
+		return fmt.Errorf("%d calls ran, %d of them failed; want %d, none", ran, failed, n)
 	}
 	return nil
 }
