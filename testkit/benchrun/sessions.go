@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/metaharness/metaharness/conformance/scripted"
 	"github.com/metaharness/metaharness/frame"
+	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/record"
 	"github.com/metaharness/metaharness/testkit/b10xstandin"
 )
@@ -36,9 +41,11 @@ type sessionKind struct {
 	// returns its scripted model (nil for a kind whose calls are scripted
 	// in its stand-in).
 	prepare func(o *operator, n int) (*scripted.Server, error)
-	// governed and bare are the two sides' commands.
+	// governed and bare are the two sides' commands; hooked, when set,
+	// the bare one with the vendor's own hook, answered at once.
 	governed func(mh string, o *operator, up *scripted.Server) *exec.Cmd
 	bare     func(o *operator, up *scripted.Server) (*exec.Cmd, error)
+	hooked   func(o *operator, up *scripted.Server) (*exec.Cmd, error)
 	// did says why a side did not do its n calls' work, nil when it did.
 	did func(o *operator, up *scripted.Server, n int, out []byte) error
 }
@@ -92,72 +99,81 @@ func realCodex() (string, string) {
 	return bin, ""
 }
 
-func sessionRows(mh, before, root string, k sessionKind, lengths []int, pairs int) error {
-	type sides struct{ governed, bare, before []sample }
-	got := map[int]*sides{}
-	for _, n := range lengths {
-		got[n] = &sides{}
+// The sides of a round: the governed run, the bare one, and where they
+// are asked for the same bare run with the vendor's own hook answered at
+// once by a trivial server (hooked: what the vendor's hook costs itself)
+// and the governed run of another binary (before).
+const (
+	sideGoverned = "governed"
+	sideBare     = "bare"
+	sideHooked   = "bare + hook"
+	sideBefore   = "before"
+)
+
+func sessionRows(mh, before, root string, k sessionKind, lengths []int, rounds int) error {
+	sides := []string{sideGoverned, sideBare}
+	if k.hooked != nil {
+		sides = append(sides, sideHooked)
 	}
-	// Rounds turn through the lengths, and each round's sides alternate
-	// their order, so that a drift of the machine falls on all of them.
-	for round := -1; round < pairs; round++ { // round -1 warms the caches
+	if before != "" {
+		sides = append(sides, sideBefore)
+	}
+	got := map[string]map[int][]sample{}
+	for _, side := range sides {
+		got[side] = map[int][]sample{}
+	}
+	// Rounds turn through the lengths, and each round's sides turn their
+	// order, so that a drift of the machine falls on all of them.
+	for round := -1; round < rounds; round++ { // round -1 warms the caches
 		for _, n := range lengths {
-			order := []string{"governed", "bare", "before"}
-			if round%2 == 1 {
-				order = []string{"before", "bare", "governed"}
-			}
-			for _, side := range order {
-				if side == "before" && before == "" {
-					continue
-				}
+			for i := range sides {
+				side := sides[(i+max(round, 0))%len(sides)]
 				s, err := session(mh, before, root, k, side, n, round)
 				if err != nil {
 					return fmt.Errorf("%s, %d calls: %w", side, n, err)
 				}
-				if round < 0 {
-					continue
-				}
-				g := got[n]
-				switch side {
-				case "governed":
-					g.governed = append(g.governed, s)
-				case "bare":
-					g.bare = append(g.bare, s)
-				default:
-					g.before = append(g.before, s)
+				if round >= 0 {
+					got[side][n] = append(got[side][n], s)
 				}
 			}
 		}
 	}
-	fmt.Printf("%s: governed vs bare, sessions of %s decided calls (%s), %d interleaved rounds, medians\n", k.name, joinInts(lengths), k.calls, pairs)
-	var xs, wallAdded, cpuAdded, wallBefore, cpuBefore []float64
-	for _, n := range lengths {
-		g := got[n]
-		gw, gc := medianSample(g.governed)
-		bw, bc := medianSample(g.bare)
-		fmt.Printf("  %3d calls  governed wall %8.1f ms cpu %8.1f ms   bare wall %8.1f ms cpu %8.1f ms   ratio wall %.3fx cpu %.3fx   added wall %+7.1f ms cpu %+7.1f ms\n",
-			n, ms(gw), ms(gc), ms(bw), ms(bc), gw.Seconds()/bw.Seconds(), gc.Seconds()/bc.Seconds(), ms(gw-bw), ms(gc-bc))
-		xs = append(xs, float64(n))
-		wallAdded, cpuAdded = append(wallAdded, ms(gw-bw)), append(cpuAdded, ms(gc-bc))
-		if before != "" {
-			ow, oc := medianSample(g.before)
-			fmt.Printf("            before     wall %8.1f ms cpu %8.1f ms   ratio wall %.3fx cpu %.3fx   added wall %+7.1f ms cpu %+7.1f ms\n",
-				ms(ow), ms(oc), ow.Seconds()/bw.Seconds(), oc.Seconds()/bc.Seconds(), ms(ow-bw), ms(oc-bc))
-			wallBefore, cpuBefore = append(wallBefore, ms(ow-bw)), append(cpuBefore, ms(oc-bc))
+	fmt.Printf("%s: governed vs bare, sessions of %s decided calls (%s), %d interleaved rounds, medians\n", k.name, joinInts(lengths), k.calls, rounds)
+	xs := make([]float64, len(lengths))
+	added := map[string][2][]float64{} // side → its wall and CPU above bare, by length
+	for i, n := range lengths {
+		xs[i] = float64(n)
+		bw, bc := medianSample(got[sideBare][n])
+		fmt.Printf("  %3d calls  %-11s wall %8.1f ms  cpu %8.1f ms\n", n, sideBare, ms(bw), ms(bc))
+		for _, side := range sides {
+			if side == sideBare {
+				continue
+			}
+			w, c := medianSample(got[side][n])
+			fmt.Printf("             %-11s wall %8.1f ms  cpu %8.1f ms   vs bare: wall %.3fx %+7.1f ms, cpu %.3fx %+7.1f ms\n",
+				side, ms(w), ms(c), w.Seconds()/bw.Seconds(), ms(w-bw), c.Seconds()/bc.Seconds(), ms(c-bc))
+			a := added[side]
+			added[side] = [2][]float64{append(a[0], ms(w-bw)), append(a[1], ms(c-bc))}
 		}
 	}
 	if len(lengths) < 2 {
 		return nil // no slope from one length
 	}
-	sw, sc := slope(xs, wallAdded), slope(xs, cpuAdded)
+	price := func(side string) (float64, float64) { return slope(xs, added[side][0]), slope(xs, added[side][1]) }
+	sw, sc := price(sideGoverned)
 	fmt.Printf("  each decided call adds (the slope of governed less bare): wall %.2f ms, cpu %.2f ms   aim at most 2 ms each: %s\n", sw, sc, met(sw <= 2 && sc <= 2))
+	if k.hooked != nil {
+		hw, hc := price(sideHooked)
+		fmt.Printf("    of it the vendor's own hook, answered at once (bare + hook less bare): wall %.2f ms, cpu %.2f ms; metaharness's: wall %.2f ms, cpu %.2f ms\n", hw, hc, sw-hw, sc-hc)
+	}
 	if before != "" {
-		fmt.Printf("  before: each decided call added wall %.2f ms, cpu %.2f ms\n", slope(xs, wallBefore), slope(xs, cpuBefore))
+		ow, oc := price(sideBefore)
+		fmt.Printf("  before: each decided call added wall %.2f ms, cpu %.2f ms\n", ow, oc)
 	}
 	if k.name == "claude" && strings.HasPrefix(k.calls, "Read") {
-		if g, ok := got[50]; ok {
-			gw, gc := medianSample(g.governed)
-			bw, bc := medianSample(g.bare)
+		if g := got[sideGoverned][50]; len(g) > 0 {
+			gw, gc := medianSample(g)
+			bw, bc := medianSample(got[sideBare][50])
 			rw, rc := gw.Seconds()/bw.Seconds(), gc.Seconds()/bc.Seconds()
 			fmt.Printf("  a 50-call session within 1.10x of bare: wall %.3fx, cpu %.3fx: %s (stretch 1.05x: %s)\n", rw, rc, met(rw <= 1.10 && rc <= 1.10), met(rw <= 1.05 && rc <= 1.05))
 		}
@@ -167,7 +183,7 @@ func sessionRows(mh, before, root string, k sessionKind, lengths []int, pairs in
 
 // session runs one side of one round and measures it.
 func session(mh, before, root string, k sessionKind, side string, n, round int) (sample, error) {
-	name := fmt.Sprintf("%s-%d-%s-%d", k.name, n, side, round+1)
+	name := fmt.Sprintf("%s-%d-%s-%d", k.name, n, strings.ReplaceAll(side, " ", ""), round+1)
 	o, err := newOperatorOf(root, name, k.vendor, k.binary)
 	if err != nil {
 		return sample{}, err
@@ -182,14 +198,17 @@ func session(mh, before, root string, k sessionKind, side string, n, round int) 
 	}
 	var cmd *exec.Cmd
 	switch side {
-	case "governed":
+	case sideGoverned:
 		cmd = k.governed(mh, o, up)
-	case "before":
+	case sideBefore:
 		cmd = k.governed(before, o, up)
+	case sideHooked:
+		cmd, err = k.hooked(o, up)
 	default:
-		if cmd, err = k.bare(o, up); err != nil {
-			return sample{}, err
-		}
+		cmd, err = k.bare(o, up)
+	}
+	if err != nil {
+		return sample{}, err
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -216,6 +235,13 @@ func claudeSessions(bin, tool string) sessionKind {
 	if tool == "Bash" {
 		calls = "Bash: true, through the command sandbox"
 	}
+	bare := func(o *operator, up *scripted.Server) (*exec.Cmd, error) {
+		cmd, err := bareClaude(bin, o, up.URL())
+		if err == nil && tool == "Bash" {
+			cmd.Args[slices.Index(cmd.Args, "--allowedTools")+1] = "Read,Bash"
+		}
+		return cmd, err
+	}
 	return sessionKind{name: "claude", calls: calls, vendor: "claude", binary: bin,
 		prepare: func(o *operator, n int) (*scripted.Server, error) {
 			notes := filepath.Join(o.tree, "notes.md")
@@ -229,20 +255,44 @@ func claudeSessions(bin, tool string) sessionKind {
 			return scripted.NewAnthropicServer(repeated(n, scripted.Turn{ToolCall: &scripted.ToolCall{Name: tool, Input: in}})), nil
 		},
 		governed: func(mh string, o *operator, up *scripted.Server) *exec.Cmd { return o.governed(mh, up.URL()) },
-		bare: func(o *operator, up *scripted.Server) (*exec.Cmd, error) {
-			cmd, err := bareClaude(bin, o, up.URL())
-			if err == nil && tool == "Bash" {
-				for i, a := range cmd.Args {
-					if a == "--allowedTools" {
-						cmd.Args[i+1] = "Read,Bash"
-					}
-				}
+		bare:     bare,
+		hooked: func(o *operator, up *scripted.Server) (*exec.Cmd, error) {
+			cmd, err := bare(o, up)
+			if err != nil {
+				return nil, err
 			}
-			return cmd, err
+			settings := filepath.Join(o.home, "hooked-settings.json")
+			b, _ := json.Marshal(map[string]any{"allowedHttpHookUrls": []string{allowHook},
+				"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "",
+					"hooks": []any{map[string]any{"type": "http", "url": allowHook, "timeout": 60, "onFailure": "block"}}}}}})
+			if err := os.WriteFile(settings, b, 0o600); err != nil {
+				return nil, err
+			}
+			dash := slices.Index(cmd.Args, "--")
+			cmd.Args = slices.Insert(cmd.Args, dash, "--settings", settings)
+			return cmd, nil
 		},
 		did: func(_ *operator, _ *scripted.Server, n int, out []byte) error { return calledOK(out, n) },
 	}
 }
+
+// allowHook is a PreToolUse http hook's endpoint answering every call
+// allow at once, with no check: what Claude Code's own hook costs, apart
+// from anything metaharness does.
+var allowHook = func() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "http://127.0.0.1:1/decide" // refused: the hooked side fails, naming it
+	}
+	answer := claude.Kind{}.HookAnswer(record.AllowDecision())
+	go func() {
+		_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			_, _ = w.Write(answer)
+		}))
+	}()
+	return "http://" + ln.Addr().String() + "/decide"
+}()
 
 // codexSessions is Codex making n exec_command calls (cat of the notes),
 // each decided over its JSON-RPC connection (an approval request) when
