@@ -62,6 +62,8 @@ func TestMethodsSendExactly(t *testing.T) {
 			`GET https://harness.test/api/v1/repositories?limit=50&cursor=c%2F1`, reply{200, `{"items":[` + repoJSON + `]}`, nil}},
 		{"ListRepositories first page", func(c *Client) (any, error) { return c.ListRepositories(bg, PageOptions{}) },
 			`GET https://harness.test/api/v1/repositories`, reply{200, `{"items":[]}`, nil}},
+		{"ReadPage", func(c *Client) (any, error) { return c.ReadPage(bg, "/hosts"+Query("online", "offline", "limit", "", "cursor", "h 9")) },
+			`GET https://harness.test/api/v1/hosts?online=offline&cursor=h%209`, reply{200, `{"items":[{"hostId":"h"}],"nextCursor":"h"}`, nil}},
 		{"PauseRepository", func(c *Client) (any, error) { return c.PauseRepository(bg, "repo-1") },
 			`POST https://harness.test/api/v1/repositories/repo-1/pause`, reply{200, repoJSON, nil}},
 		{"DrainRepository", func(c *Client) (any, error) { return c.DrainRepository(bg, "repo-1") },

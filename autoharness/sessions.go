@@ -143,7 +143,7 @@ type SessionFilter struct {
 // ListSessions reads one page of sessions; pass its NextCursor as the
 // next call's Cursor.
 func (c *Client) ListSessions(ctx context.Context, f SessionFilter) (*Page, error) {
-	return fetch[Page](ctx, c.Request, Request{Path: "/sessions" + query(
+	return fetch[Page](ctx, c.Request, Request{Path: "/sessions" + Query(
 		"status", f.Status, "repositoryId", f.RepositoryID, "hostId", f.HostID, "source", f.Source,
 		"sort", f.Sort, "limit", limit(f.Limit), "cursor", f.Cursor, "concurrencyId", f.ConcurrencyID,
 		"scheduleId", f.ScheduleID)})
