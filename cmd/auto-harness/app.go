@@ -212,7 +212,7 @@ func report(stderr io.Writer, err error) int {
 // its strings as they were written.
 func printJSON(w io.Writer, raw []byte) error {
 	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
+	if err := json.Indent(&b, bytes.TrimSpace(raw), "", "  "); err != nil {
 		return fmt.Errorf("the answer is not JSON: %w", err)
 	}
 	b.WriteByte('\n')

@@ -129,8 +129,11 @@ func planeCmd(ts *testscript.TestScript, neg bool, args []string) {
 					fmt.Fprintf(ts.Stdout(), "  %s: %s\n", h, v)
 				}
 			}
-			if r.Body != "" {
-				fmt.Fprintf(ts.Stdout(), "  body: %s\n", r.Body)
+			if body, nl := strings.CutSuffix(r.Body, "\n"); r.Body != "" {
+				fmt.Fprintf(ts.Stdout(), "  body: %s\n", body)
+				if nl {
+					fmt.Fprintln(ts.Stdout(), "  (the body ends with a newline)")
+				}
 			}
 		}
 	default:
