@@ -67,7 +67,7 @@ func GetInventory(ctx context.Context, c *autoharness.Client, hostID string) (*I
 		ProviderAccounts []json.RawMessage `json:"providerAccounts"`
 	}
 	r := autoharness.Request{Path: inventoryPath(hostID)}
-	raw, err := Call(ctx, c, r, &shape)
+	raw, err := c.Decode(ctx, r, &shape)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +123,6 @@ func (inv *Inventory) ids() string {
 // with is the record as read with repos for its repositories and its
 // version kept.
 func (inv *Inventory) with(repos []json.RawMessage) (json.RawMessage, error) {
-	if repos == nil {
-		repos = []json.RawMessage{}
-	}
 	return replace(inv.Raw, Member{"repositories", MustEncode(repos)}, Member{"version", inv.Version})
 }
 
@@ -183,7 +180,7 @@ func Attach(ctx context.Context, c *autoharness.Client, hostID string, entry Ent
 	if entry.Worktrees == nil {
 		entry.Worktrees = []Worktree{}
 	}
-	raw, err := Encode(entry)
+	raw, err := autoharness.Encode(entry)
 	if err != nil {
 		return nil, err
 	}
@@ -198,36 +195,19 @@ func Attach(ctx context.Context, c *autoharness.Client, hostID string, entry Ent
 	if a := inv.find(entry.ID); a != nil {
 		return nil, fmt.Errorf("repository %s is already attached to host %s at %s; detach it first with auto-harness host repo rm %s %s", entry.ID, hostID, a.Path, hostID, entry.ID)
 	}
-	for attempt := 1; ; attempt++ {
+	return rewrite(ctx, c, inv, hostID, func(inv *Inventory) ([]json.RawMessage, *Change) {
 		ch := &Change{done: "attached", DryRun: dryRun, HostID: hostID, RepositoryID: entry.ID, Path: entry.Path, Repository: raw, WorktreeIDs: wt, FromVersion: inv.Version}
-		if dryRun {
-			return ch, nil
+		return append(inv.raws(""), raw), ch
+	}, func(inv *Inventory) (*Change, error) {
+		a := inv.find(entry.ID)
+		switch {
+		case a == nil:
+			return nil, nil
+		case a.Path != entry.Path:
+			return nil, fmt.Errorf("repository %s was attached to host %s at %s by another writer while this command was adding it", entry.ID, hostID, a.Path)
 		}
-		repos := make([]json.RawMessage, 0, len(inv.Repositories)+1)
-		for _, a := range inv.Repositories {
-			repos = append(repos, a.Raw)
-		}
-		written, err := write(ctx, c, hostID, inv, append(repos, raw))
-		if err == nil {
-			ch.Done, ch.ToVersion = true, written
-			return ch, nil
-		}
-		if Refusal(err, http.StatusConflict) == nil {
-			return nil, err
-		}
-		if attempt == MaxInventoryWrites {
-			return nil, keptChanging(hostID)
-		}
-		if inv, err = GetInventory(ctx, c, hostID); err != nil {
-			return nil, err
-		}
-		if a := inv.find(entry.ID); a != nil {
-			if a.Path != entry.Path {
-				return nil, fmt.Errorf("repository %s was attached to host %s at %s by another writer while this command was adding it", entry.ID, hostID, a.Path)
-			}
-			return &Change{done: "attached", ConvergedElsewhere: true, HostID: hostID, RepositoryID: a.ID, Path: a.Path, Repository: a.Raw, WorktreeIDs: a.Worktrees, ToVersion: inv.Version}, nil
-		}
-	}
+		return &Change{done: "attached", ConvergedElsewhere: true, HostID: hostID, RepositoryID: a.ID, Path: a.Path, Repository: a.Raw, WorktreeIDs: a.Worktrees, ToVersion: inv.Version}, nil
+	})
 }
 
 // Detach removes repository id from hostID's inventory (its worktrees go
@@ -241,20 +221,33 @@ func Detach(ctx context.Context, c *autoharness.Client, hostID, id string, dryRu
 	if err != nil {
 		return nil, err
 	}
-	if inv.find(id) == nil {
+	last := inv.find(id)
+	if last == nil {
 		return nil, fmt.Errorf("repository %s is not attached to host %s; attached repositories: %s", id, hostID, inv.ids())
 	}
-	for attempt := 1; ; attempt++ {
-		a := inv.find(id)
-		ch := &Change{done: "detached", DryRun: dryRun, HostID: hostID, RepositoryID: id, Path: a.Path, Repository: a.Raw, WorktreeIDs: a.Worktrees, FromVersion: inv.Version}
-		if dryRun {
-			return ch, nil
+	return rewrite(ctx, c, inv, hostID, func(inv *Inventory) ([]json.RawMessage, *Change) {
+		last = inv.find(id)
+		ch := &Change{done: "detached", DryRun: dryRun, HostID: hostID, RepositoryID: id, Path: last.Path, Repository: last.Raw, WorktreeIDs: last.Worktrees, FromVersion: inv.Version}
+		return inv.raws(id), ch
+	}, func(inv *Inventory) (*Change, error) {
+		if inv.find(id) != nil {
+			return nil, nil
 		}
-		var repos []json.RawMessage
-		for _, other := range inv.Repositories {
-			if other.ID != id {
-				repos = append(repos, other.Raw)
-			}
+		return &Change{done: "detached", ConvergedElsewhere: true, HostID: hostID, RepositoryID: id, Path: last.Path, Repository: last.Raw, WorktreeIDs: last.Worktrees, ToVersion: inv.Version}, nil
+	})
+}
+
+// rewrite writes the repositories change makes of inv (unless the change
+// is a dry run) until a write lands; after a 409 it reads the record
+// again, and converged says whether another writer made the change
+// already (a change) or a conflicting one (an error); MaxInventoryWrites
+// writes refused, it gives up.
+func rewrite(ctx context.Context, c *autoharness.Client, inv *Inventory, hostID string,
+	change func(*Inventory) ([]json.RawMessage, *Change), converged func(*Inventory) (*Change, error)) (*Change, error) {
+	for attempt := 1; ; attempt++ {
+		repos, ch := change(inv)
+		if ch.DryRun {
+			return ch, nil
 		}
 		written, err := write(ctx, c, hostID, inv, repos)
 		if err == nil {
@@ -265,15 +258,27 @@ func Detach(ctx context.Context, c *autoharness.Client, hostID, id string, dryRu
 			return nil, err
 		}
 		if attempt == MaxInventoryWrites {
-			return nil, keptChanging(hostID)
+			return nil, fmt.Errorf("inventory for host %s kept changing; gave up after %d attempts (run the command again)", hostID, MaxInventoryWrites)
 		}
 		if inv, err = GetInventory(ctx, c, hostID); err != nil {
 			return nil, err
 		}
-		if inv.find(id) == nil {
-			return &Change{done: "detached", ConvergedElsewhere: true, HostID: hostID, RepositoryID: id, Path: a.Path, Repository: a.Raw, WorktreeIDs: a.Worktrees, ToVersion: inv.Version}, nil
+		if ch, err := converged(inv); ch != nil || err != nil {
+			return ch, err
 		}
 	}
+}
+
+// raws are the attached repositories' records as read, less the one of id
+// ("" keeps them all).
+func (inv *Inventory) raws(id string) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(inv.Repositories)+1)
+	for _, a := range inv.Repositories {
+		if id == "" || a.ID != id {
+			out = append(out, a.Raw)
+		}
+	}
+	return out
 }
 
 // write puts inv with repos as hostID's inventory and returns the version
@@ -286,15 +291,11 @@ func write(ctx context.Context, c *autoharness.Client, hostID string, inv *Inven
 	var answer struct {
 		Version json.RawMessage `json:"version"`
 	}
-	if _, err := Call(ctx, c, autoharness.Request{Method: "PUT", Path: inventoryPath(hostID), Body: body}, &answer); err != nil {
+	if _, err := c.Decode(ctx, autoharness.Request{Method: "PUT", Path: inventoryPath(hostID), Body: body}, &answer); err != nil {
 		return nil, err
 	}
 	if len(answer.Version) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	return answer.Version, nil
-}
-
-func keptChanging(hostID string) error {
-	return fmt.Errorf("inventory for host %s kept changing; gave up after %d attempts (run the command again)", hostID, MaxInventoryWrites)
 }

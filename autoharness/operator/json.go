@@ -2,7 +2,6 @@ package operator
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 
@@ -70,46 +69,12 @@ func replace(obj json.RawMessage, set ...Member) (json.RawMessage, error) {
 	return Object(members), nil
 }
 
-// Encode is v as compact JSON, <, > and & as they are.
-func Encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
 // MustEncode is Encode of a value that always encodes (strings, numbers,
 // raw JSON, slices of them); it panics on any other.
 func MustEncode(v any) json.RawMessage {
-	b, err := Encode(v)
+	b, err := autoharness.Encode(v)
 	if err != nil {
 		panic(err)
 	}
 	return b
-}
-
-// Call sends r and decodes the answer's JSON into v (when v is not nil),
-// strictly (a key given twice is refused), and returns the body.
-func Call(ctx context.Context, c *autoharness.Client, r autoharness.Request, v any) (json.RawMessage, error) {
-	resp, err := c.Request(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return resp.Body, nil
-	}
-	method := r.Method
-	if method == "" {
-		method = "GET"
-	}
-	if resp.Body == nil {
-		return nil, fmt.Errorf("%s %s answered HTTP %d without a JSON body", method, r.Path, resp.Status)
-	}
-	if err := jsonscan.Decode(resp.Body, v, jsonscan.Options{}); err != nil {
-		return nil, fmt.Errorf("the answer to %s %s: %w", method, r.Path, err)
-	}
-	return resp.Body, nil
 }

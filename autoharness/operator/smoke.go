@@ -169,7 +169,7 @@ func (s *smoke) setup(ctx context.Context) error {
 		ID            string `json:"id"`
 		DefaultBranch string `json:"defaultBranch"`
 	}
-	if _, err := Call(ctx, s.c, autoharness.Request{Method: "POST", Path: "/repositories", Body: body}, &repo); err != nil {
+	if _, err := s.c.Decode(ctx, autoharness.Request{Method: "POST", Path: "/repositories", Body: body}, &repo); err != nil {
 		return fmt.Errorf("create repository %s: %w", name, err)
 	}
 	if repo.ID == "" {

@@ -96,7 +96,7 @@ func (c *accountCreateCmd) run(a *app) error {
 		Account json.RawMessage `json:"account"`
 		APIKey  string          `json:"apiKey"`
 	}
-	if _, err := operator.Call(a.ctx, client, autoharness.Request{Method: "POST", Path: "/auth/service-accounts", Body: operator.MustEncode(body)}, &created); err != nil {
+	if _, err := client.Decode(a.ctx, autoharness.Request{Method: "POST", Path: "/auth/service-accounts", Body: operator.MustEncode(body)}, &created); err != nil {
 		return err
 	}
 	account, err := operator.Allowlisted(created.Account, operator.AccountFields)
@@ -113,7 +113,7 @@ func (c *accountCreateCmd) run(a *app) error {
 		return nil
 	}
 	if err := newfile.Write(*c.KeyFile, []byte(created.APIKey+"\n"), 0o600); err != nil {
-		return fmt.Errorf("service account %s was created, but its key could not be written to %s (%v); the key is shown only once and is lost: remove the account with auto-harness service-account rm %s and create another", id, *c.KeyFile, reason(err), id)
+		return fmt.Errorf("service account %s was created, but its key could not be written to %s (%v); the key is shown only once and is lost: remove the account with auto-harness service-account rm %s and create another", id, *c.KeyFile, err, id)
 	}
 	if c.JSON {
 		return printJSON(a.w.stdout, operator.Object(account))
@@ -128,22 +128,13 @@ func checkNewFile(path string) error {
 	if _, err := os.Lstat(path); err == nil {
 		return usageErrorf("--key-file %s already exists; refusing to overwrite it", path)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return usageErrorf("--key-file %s cannot be checked: %v", path, reason(err))
+		return usageErrorf("--key-file cannot be checked: %v", err)
 	}
 	dir := filepath.Dir(path)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return usageErrorf("--key-file %s: its directory %s does not exist", path, dir)
 	}
 	return nil
-}
-
-// reason is a system error without the path it repeats.
-func reason(err error) string {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 type accountRmCmd struct {

@@ -12,7 +12,6 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/metaharness/metaharness/autoharness"
-	"github.com/metaharness/metaharness/autoharness/operator"
 	"github.com/metaharness/metaharness/internal/inputfile"
 )
 
@@ -222,7 +221,7 @@ func printJSON(w io.Writer, raw []byte) error {
 
 // printValue writes v as printJSON does, <, > and & as they are.
 func printValue(w io.Writer, v any) error {
-	b, err := operator.Encode(v)
+	b, err := autoharness.Encode(v)
 	if err != nil {
 		return err
 	}

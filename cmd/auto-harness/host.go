@@ -66,73 +66,69 @@ func (c *hostListCmd) run(a *app) error {
 	}})
 }
 
-type hostDrainCmd struct {
+// hostAction is a command that posts {"hostId": id} to a route (the id
+// is never in the route itself).
+type hostAction struct {
 	HostID string     `arg:"" name:"hostId" help:"The host."`
 	JSON   switchFlag `name:"json" help:"Print the answer as the server sent it."`
 }
+
+type hostDrainCmd struct{ hostAction }
 
 func (c *hostDrainCmd) run(a *app) error {
-	body, err := hostCall(a, "/hosts/drain", c.HostID)
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return printJSON(a.w.stdout, body)
-	}
-	var answer struct {
-		RunningSessionIDs []string `json:"runningSessionIds"`
-	}
-	if err := json.Unmarshal(body, &answer); err != nil {
-		return fmt.Errorf("the answer to POST /hosts/drain: %w", err)
-	}
-	fmt.Fprintf(a.w.stdout, "host %s is draining (%d session(s) still running)\n", c.HostID, len(answer.RunningSessionIDs))
-	for _, id := range answer.RunningSessionIDs {
-		fmt.Fprintf(a.w.stdout, "  %s\n", id)
-	}
-	return nil
+	return c.post(a, "/hosts/drain", func(body json.RawMessage) error {
+		var answer struct {
+			RunningSessionIDs []string `json:"runningSessionIds"`
+		}
+		if err := json.Unmarshal(body, &answer); err != nil {
+			return fmt.Errorf("the answer to POST /hosts/drain: %w", err)
+		}
+		fmt.Fprintf(a.w.stdout, "host %s is draining (%d session(s) still running)\n", c.HostID, len(answer.RunningSessionIDs))
+		for _, id := range answer.RunningSessionIDs {
+			fmt.Fprintf(a.w.stdout, "  %s\n", id)
+		}
+		return nil
+	})
 }
 
-type hostResumeCmd struct {
-	HostID string     `arg:"" name:"hostId" help:"The host."`
-	JSON   switchFlag `name:"json" help:"Print the answer as the server sent it."`
-}
+type hostResumeCmd struct{ hostAction }
 
 func (c *hostResumeCmd) run(a *app) error {
-	body, err := hostCall(a, "/hosts/resume", c.HostID)
-	if err != nil {
-		return err
-	}
-	if c.JSON {
-		return printJSON(a.w.stdout, body)
-	}
-	fmt.Fprintf(a.w.stdout, "host %s resumed (safe to run even if it was not draining)\n", c.HostID)
-	return nil
+	return c.post(a, "/hosts/resume", func(json.RawMessage) error {
+		fmt.Fprintf(a.w.stdout, "host %s resumed (safe to run even if it was not draining)\n", c.HostID)
+		return nil
+	})
 }
 
-// hostCall posts {"hostId": id} to path (the id is never in the route) and
-// returns the answer's body. A 409 means the host's connection changed
-// while the control plane acted, which a hint after the error line says.
-func hostCall(a *app, path, hostID string) (json.RawMessage, error) {
-	if err := checkID("hostId", hostID); err != nil {
-		return nil, err
+// post sends the host's id to path and prints the answer: as the server
+// sent it with --json, else by human. A 409 means the host's connection
+// changed while the control plane acted, which a hint after the error line
+// says.
+func (h *hostAction) post(a *app, path string, human func(json.RawMessage) error) error {
+	if err := checkID("hostId", h.HostID); err != nil {
+		return err
 	}
 	client, err := a.client()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp, err := client.Request(a.ctx, autoharness.Request{Method: "POST", Path: path, Body: operator.MustEncode(map[string]string{"hostId": hostID})})
+	resp, err := client.Request(a.ctx, autoharness.Request{Method: "POST", Path: path, Body: operator.MustEncode(map[string]string{"hostId": h.HostID})})
 	if operator.Refusal(err, http.StatusConflict) != nil {
 		report(a.w.stderr, err)
 		fmt.Fprintln(a.w.stderr, "hint: the host's connection changed mid-request; retrying is safe")
-		return nil, reported{}
+		return reported{}
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if resp.Body == nil {
-		return json.RawMessage("{}"), nil
+	body := resp.Body
+	if body == nil {
+		body = json.RawMessage("{}")
 	}
-	return resp.Body, nil
+	if h.JSON {
+		return printJSON(a.w.stdout, body)
+	}
+	return human(body)
 }
 
 type hostInventoryCmd struct {
@@ -211,7 +207,7 @@ func (c *hostInventorySetCmd) run(a *app) error {
 	var answer struct {
 		Version json.RawMessage `json:"version"`
 	}
-	if _, err := operator.Call(a.ctx, client, autoharness.Request{Method: "PUT", Path: "/hosts/" + autoharness.PathEscape(c.HostID) + "/inventory", Body: doc}, &answer); err != nil {
+	if _, err := client.Decode(a.ctx, autoharness.Request{Method: "PUT", Path: "/hosts/" + autoharness.PathEscape(c.HostID) + "/inventory", Body: doc}, &answer); err != nil {
 		return err
 	}
 	fmt.Fprintf(a.w.stdout, "inventory for host %s set to version %s\n", c.HostID, answer.Version)
@@ -273,7 +269,7 @@ func (c *hostRepoAddCmd) run(a *app) error {
 	var repo struct {
 		DefaultBranch string `json:"defaultBranch"`
 	}
-	_, err = operator.Call(a.ctx, client, autoharness.Request{Path: "/repositories/" + autoharness.PathEscape(c.RepositoryID)}, &repo)
+	_, err = client.Decode(a.ctx, autoharness.Request{Path: "/repositories/" + autoharness.PathEscape(c.RepositoryID)}, &repo)
 	if operator.Refusal(err, http.StatusNotFound) != nil {
 		return fmt.Errorf("repository %s not found (register it first with auto-harness repo add)", c.RepositoryID)
 	}
@@ -288,30 +284,44 @@ func (c *hostRepoAddCmd) run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
+	return printChange(a, ch, bool(c.JSON), changeWords{
+		converged: "repository %s was already attached to host %s by another writer at the same path (now at version %s)",
+		done:      "attached", would: "would attach", to: "to", worktrees: "worktrees",
+	})
+}
+
+// changeWords tell an attach or a detach.
+type changeWords struct {
+	// converged is the line of another writer's same change: a format of
+	// the repository, the host and the version now.
+	converged       string
+	done, would, to string // "attached", "would attach", "to"
+	worktrees       string // what the worktrees' line says of them
+}
+
+// printChange prints ch as JSON, or as its lines: what was (or would be)
+// done, the worktrees with it, the version it moved from and to.
+func printChange(a *app, ch *operator.Change, asJSON bool, w changeWords) error {
+	if asJSON {
 		return printValue(a.w.stdout, ch)
 	}
 	out := a.w.stdout
 	if ch.ConvergedElsewhere {
-		fmt.Fprintf(out, "repository %s was already attached to host %s by another writer at the same path (now at version %s)\n", ch.RepositoryID, ch.HostID, ch.ToVersion)
+		fmt.Fprintf(out, w.converged+"\n", ch.RepositoryID, ch.HostID, ch.ToVersion)
 		return nil
 	}
-	verb := "attached"
+	verb := w.done
 	if ch.DryRun {
-		verb = "would attach"
+		verb = w.would
 	}
-	fmt.Fprintf(out, "%s repository %s (%s) to host %s\n", verb, ch.RepositoryID, ch.Path, ch.HostID)
+	fmt.Fprintf(out, "%s repository %s (%s) %s host %s\n", verb, ch.RepositoryID, ch.Path, w.to, ch.HostID)
 	if len(ch.WorktreeIDs) > 0 {
-		fmt.Fprintf(out, "  worktrees: %s\n", strings.Join(ch.WorktreeIDs, ", "))
+		fmt.Fprintf(out, "  %s: %s\n", w.worktrees, strings.Join(ch.WorktreeIDs, ", "))
 	}
-	printVersions(a, ch)
-	return nil
-}
-
-func printVersions(a *app, ch *operator.Change) {
 	if !ch.DryRun {
-		fmt.Fprintf(a.w.stdout, "version %s → %s\n", ch.FromVersion, ch.ToVersion)
+		fmt.Fprintf(out, "version %s → %s\n", ch.FromVersion, ch.ToVersion)
 	}
+	return nil
 }
 
 // parseWorktrees reads --worktree ID=PATH values (split at the first "=",
@@ -362,22 +372,8 @@ func (c *hostRepoRmCmd) run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		return printValue(a.w.stdout, ch)
-	}
-	out := a.w.stdout
-	if ch.ConvergedElsewhere {
-		fmt.Fprintf(out, "repository %s was already removed from host %s by another writer (now at version %s)\n", ch.RepositoryID, ch.HostID, ch.ToVersion)
-		return nil
-	}
-	verb := "removed"
-	if ch.DryRun {
-		verb = "would remove"
-	}
-	fmt.Fprintf(out, "%s repository %s (%s) from host %s\n", verb, ch.RepositoryID, ch.Path, ch.HostID)
-	if len(ch.WorktreeIDs) > 0 {
-		fmt.Fprintf(out, "  worktrees removed with it: %s\n", strings.Join(ch.WorktreeIDs, ", "))
-	}
-	printVersions(a, ch)
-	return nil
+	return printChange(a, ch, bool(c.JSON), changeWords{
+		converged: "repository %s was already removed from host %s by another writer (now at version %s)",
+		done:      "removed", would: "would remove", to: "from", worktrees: "worktrees removed with it",
+	})
 }

@@ -37,7 +37,7 @@ func (c *repoAddCmd) run(a *app) error {
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	}
-	raw, err := operator.Call(a.ctx, client, autoharness.Request{Method: "POST", Path: "/repositories", Body: operator.MustEncode(body)}, &repo)
+	raw, err := client.Decode(a.ctx, autoharness.Request{Method: "POST", Path: "/repositories", Body: operator.MustEncode(body)}, &repo)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -136,15 +137,7 @@ type sessionGetCmd struct {
 }
 
 func (c *sessionGetCmd) run(a *app) error {
-	client, err := sessionClient(a, c.SessionID)
-	if err != nil {
-		return err
-	}
-	s, err := client.GetSession(a.ctx, c.SessionID)
-	if err != nil {
-		return err
-	}
-	return printSession(a, s, bool(c.JSON))
+	return onSession(a, c.SessionID, bool(c.JSON), (*autoharness.Client).GetSession)
 }
 
 type sessionCancelCmd struct {
@@ -153,15 +146,20 @@ type sessionCancelCmd struct {
 }
 
 func (c *sessionCancelCmd) run(a *app) error {
-	client, err := sessionClient(a, c.SessionID)
+	return onSession(a, c.SessionID, bool(c.JSON), (*autoharness.Client).CancelSession)
+}
+
+// onSession calls do on session id and prints the session it answers.
+func onSession(a *app, id string, asJSON bool, do func(*autoharness.Client, context.Context, string) (*autoharness.Session, error)) error {
+	client, err := sessionClient(a, id)
 	if err != nil {
 		return err
 	}
-	s, err := client.CancelSession(a.ctx, c.SessionID)
+	s, err := do(client, a.ctx, id)
 	if err != nil {
 		return err
 	}
-	return printSession(a, s, bool(c.JSON))
+	return printSession(a, s, asJSON)
 }
 
 // sessionClient checks a session id and makes the client.

@@ -43,7 +43,7 @@ func (c *whoamiCmd) run(a *app) error {
 // whoami reads the principal the client's credential is: its allowlisted
 // fields only.
 func whoami(ctx context.Context, c *autoharness.Client) ([]operator.Member, error) {
-	raw, err := operator.Call(ctx, c, autoharness.Request{Path: "/auth/me"}, &json.RawMessage{})
+	raw, err := c.Decode(ctx, autoharness.Request{Path: "/auth/me"}, &json.RawMessage{})
 	if err != nil {
 		return nil, err
 	}
