@@ -61,18 +61,29 @@ func inventoryPath(hostID string) string {
 
 // GetInventory reads hostID's inventory.
 func GetInventory(ctx context.Context, c *autoharness.Client, hostID string) (*Inventory, error) {
+	raw, err := c.Decode(ctx, autoharness.Request{Path: inventoryPath(hostID)}, &json.RawMessage{})
+	if err != nil {
+		return nil, err
+	}
+	inv, err := ParseInventory(raw)
+	if err != nil {
+		return nil, fmt.Errorf("the inventory of host %s: %w", hostID, err)
+	}
+	return inv, nil
+}
+
+// ParseInventory reads an inventory record as the control plane sent it.
+func ParseInventory(raw json.RawMessage) (*Inventory, error) {
+	if _, err := Members(raw); err != nil {
+		return nil, err
+	}
 	var shape struct {
 		Version          json.RawMessage   `json:"version"`
 		Repositories     []json.RawMessage `json:"repositories"`
 		ProviderAccounts []json.RawMessage `json:"providerAccounts"`
 	}
-	r := autoharness.Request{Path: inventoryPath(hostID)}
-	raw, err := c.Decode(ctx, r, &shape)
-	if err != nil {
+	if err := json.Unmarshal(raw, &shape); err != nil {
 		return nil, err
-	}
-	if _, err := Members(raw); err != nil {
-		return nil, fmt.Errorf("the inventory of host %s: %w", hostID, err)
 	}
 	inv := &Inventory{Raw: raw, Version: shape.Version, ProviderAccounts: len(shape.ProviderAccounts)}
 	if len(inv.Version) == 0 || string(inv.Version) == "null" {
@@ -87,7 +98,7 @@ func GetInventory(ctx context.Context, c *autoharness.Client, hostID string) (*I
 			} `json:"worktrees"`
 		}
 		if err := json.Unmarshal(repo, &a); err != nil {
-			return nil, fmt.Errorf("the inventory of host %s: a repository: %w", hostID, err)
+			return nil, fmt.Errorf("a repository: %w", err)
 		}
 		at := Attached{ID: a.ID, Path: a.Path, Raw: repo}
 		for _, w := range a.Worktrees {
