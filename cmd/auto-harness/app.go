@@ -9,8 +9,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/alecthomas/kong"
-
 	"github.com/metaharness/metaharness/autoharness"
 	"github.com/metaharness/metaharness/internal/inputfile"
 )
@@ -18,10 +16,9 @@ import (
 // app is one invocation: its world, its global flags and what the
 // command declared of itself.
 type app struct {
-	ctx  context.Context
-	w    *world
-	g    *globals
-	kctx *kong.Context
+	ctx context.Context
+	w   *world
+	g   *globals
 	// stdinUse names the command's own use of stdin ("api --body-file -"),
 	// which --admin-password-stdin cannot share.
 	stdinUse string

@@ -99,7 +99,7 @@ func Main(ctx context.Context, args []string, w *world) int {
 		}
 		return code // help or --version
 	}
-	a := &app{ctx: ctx, w: w, g: &c.globals, kctx: kctx}
+	a := &app{ctx: ctx, w: w, g: &c.globals}
 	if err := refuseBlankValues(kctx); err != nil {
 		return report(w.stderr, err)
 	}
