@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/metaharness/metaharness/autoharness"
+	"github.com/metaharness/metaharness/internal/jsonscan"
 )
 
 // MaxInventoryWrites bounds an attach's or a detach's writes: a 409 (the
@@ -74,15 +75,14 @@ func GetInventory(ctx context.Context, c *autoharness.Client, hostID string) (*I
 
 // ParseInventory reads an inventory record as the control plane sent it.
 func ParseInventory(raw json.RawMessage) (*Inventory, error) {
-	if _, err := Members(raw); err != nil {
-		return nil, err
-	}
 	var shape struct {
 		Version          json.RawMessage   `json:"version"`
 		Repositories     []json.RawMessage `json:"repositories"`
 		ProviderAccounts []json.RawMessage `json:"providerAccounts"`
 	}
-	if err := json.Unmarshal(raw, &shape); err != nil {
+	// Strictly: a key twice, or in another case, is refused, since which
+	// one the control plane reads is a guess.
+	if err := jsonscan.Decode(raw, &shape, jsonscan.Options{}); err != nil {
 		return nil, err
 	}
 	inv := &Inventory{Raw: raw, Version: shape.Version, ProviderAccounts: len(shape.ProviderAccounts)}
