@@ -1,6 +1,6 @@
 // The control planes and host daemons scripts/auto-harness-real runs the
 // built auto-harness against: Auto Harness's own code, from a checkout
-// staged outside this clone (AH_STAGE; see that script's header), run with
+// staged outside this clone (AH_STAGE), run with
 // Node 22 and nothing of ours in between.
 //
 //   - 127.0.0.1:7420: the in-memory control plane, auth disabled, with its
