@@ -108,6 +108,9 @@ func (r *run) observe(ctx context.Context, w *kind.World) error {
 		}
 		r.gitSeal = observeGitSeal(r.spec.Cwd, w.Git, w)
 	}
+	if err := r.observeCustody(w); err != nil {
+		return err
+	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
 	if err != nil {
 		return exit.Wrap(RefuseMemoryWalk, err, "the memory-file walk from %s failed", r.tree.cwd)
@@ -190,6 +193,9 @@ func (r *run) write(ctx context.Context, w *kind.World) (*kind.Plan, error) {
 		}
 	}
 	if err := writeFiles(plan.Files); err != nil {
+		return nil, err
+	}
+	if err := r.registerCustody(plan.Confinement); err != nil {
 		return nil, err
 	}
 	r.happened = append(r.happened, "the scratch files were written")

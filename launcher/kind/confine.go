@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/internal/treepath"
 )
 
 // callerSecrets are the caller's credential files and directories, relative
@@ -116,6 +117,9 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
+	// What the user's other live runs keep (their token files, signing
+	// keys, records): no child reads another run's custody.
+	c.Covered = append(c.Covered, w.OthersCustody...)
 	bindGit(c, w)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
@@ -218,7 +222,15 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
 		"; writable only "+writableWords(c)+"; the rest of / read-only; "+boundWords(c, w))
-	if why := unbounded(c, w); why != "" {
+	if len(w.OthersCustody) > 0 {
+		claim.Add(attest.H6, fmt.Sprintf("; what the user's %d other live run(s) keep (token files, signing keys, records) is covered too (the registry of live runs in the runtime directory)", len(w.OthersCustody)))
+	}
+	if why, credential := exposed(spec, w); why != "" {
+		if credential {
+			claim.Withdraw(attest.H4, why)
+		}
+		claim.Withdraw(attest.H6, why)
+	} else if why := unbounded(c, w); why != "" {
 		// A bound that does not hold is a gap, not a sentence under ok.
 		claim.Withdraw(attest.H6, why)
 	}
@@ -281,6 +293,21 @@ func commandRuleWords(c *confine.Spec) string {
 		out += " and inherits none of the vendor's own variables (" + strings.Join(r.Unset, ", ") + ")"
 	}
 	return out
+}
+
+// exposed says what this run keeps that the child of a run started
+// before it can read (w.CustodyExposed), "" when every live run's view
+// hides it all (a child already running cannot be given more to hide),
+// and whether the real token or the signing key is among it.
+func exposed(spec *Spec, w *World) (why string, credential bool) {
+	if len(w.CustodyExposed) == 0 {
+		return "", false
+	}
+	for _, p := range []string{spec.TokenFile, spec.SignKey} {
+		credential = credential || p != "" && slices.Contains(w.CustodyExposed, treepath.Real(p))
+	}
+	return "the child of another live run of this user, started before this one, can read " + strings.Join(w.CustodyExposed, ", ") +
+		" (its view does not hide it, and a run covers only what the runs registered before it keep): keep a --token-file, --sign-key and records where every view hides them (under HOME, or the runtime directory), or pass the token on --token-fd", credential
 }
 
 // writableWords lists what the child may write: the seeded directories
