@@ -604,3 +604,31 @@ func TestForgetEnv(t *testing.T) {
 		t.Errorf("from outside, the environment block reads %q (%v)", env, err)
 	}
 }
+
+// TestListenersNeedTheNetworkNamespace: a spec that asks the init for a
+// listener (the model route's, the gate's, the decision endpoint's)
+// without a network namespace to open it in, or for the gate without the
+// model route, is refused before anything starts.
+func TestListenersNeedTheNetworkNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Spec)
+		wants string
+	}{
+		{"decision endpoint", func(s *Spec) { s.DecisionListen = "127.0.0.1:40003" }, "127.0.0.1:40003) needs that namespace"},
+		{"model route", func(s *Spec) { s.Listen = "127.0.0.1:40001" }, "127.0.0.1:40001) needs that namespace"},
+		{"gate alone", func(s *Spec) { s.Namespaces = append(s.Namespaces, Net); s.GateListen = "127.0.0.1:40002" }, "without the model route"},
+	} {
+		s := testSpec("/usr/local/bin/metaharness")
+		tc.edit(s)
+		if err := s.Check(); err == nil || !strings.Contains(err.Error(), tc.wants) {
+			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.wants)
+		}
+	}
+	s := testSpec("/usr/local/bin/metaharness")
+	s.Namespaces = append(s.Namespaces, Net)
+	s.Listen, s.GateListen, s.DecisionListen = "127.0.0.1:40001", "127.0.0.1:40002", "127.0.0.1:40003"
+	if err := s.Check(); err != nil {
+		t.Errorf("all three listeners in the network namespace: %v", err)
+	}
+}

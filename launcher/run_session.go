@@ -111,6 +111,9 @@ func (r *run) spawn(ctx context.Context, plan *kind.Plan, svc *services) (*child
 			err = r.proxy.ServeGate(ls.Gate)
 		}
 		if err != nil {
+			if ls.Decision != nil {
+				_ = ls.Decision.Close()
+			}
 			c.Stop(ctx)
 			_ = c.Wait()
 			return nil, nil, exit.Wrap(RefuseSpawn, err, "the loopback proxy cannot serve the child's namespace")
