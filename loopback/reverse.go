@@ -167,6 +167,7 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	ws := p.wire.begin(order, rec.Start, r.Method, scrub(r.URL.Path, p.secrets()), resp)
+	ws.request(held)
 	whole := false
 	defer func() { ws.end(whole) }() // when the stream is aborted (a second end does nothing)
 	rec.UpstreamStatus = resp.StatusCode

@@ -138,7 +138,23 @@ type Response struct {
 	// was read; some of its content is not held (Item.Truncated says
 	// which).
 	Truncated bool `json:"truncated,omitempty"`
+	// Asked is what the request offered the model, as the proxy read the
+	// body it forwarded: nil where the view does not read requests (only
+	// the Gemini API's, whose client says nothing of it in its own record)
+	// or the body was too large to hold.
+	Asked *Asked `json:"asked,omitempty"`
 }
+
+// Asked is a request's offer to the model: the tools it declared, and the
+// opening of its first user text (Gemini CLI's session context, which names
+// its workspace), bounded by maxAskedContext.
+type Asked struct {
+	Tools   []string `json:"tools"`
+	Context string   `json:"context,omitempty"`
+}
+
+// maxAskedContext bounds the first user text a request's Asked keeps.
+const maxAskedContext = 8 << 10
 
 // Usage is a response's token counts as the API reports them: Anthropic's
 // usage (message_start's, output_tokens as message_delta last says), the
@@ -572,6 +588,9 @@ type wireDialect interface {
 	// that is a content delta in the API's exact shape, without gathering
 	// the event; false for anything else.
 	quick(ev string, data []byte) (quickDelta, bool)
+	// asked reads a request body's offer to the model; nil where the view
+	// reads no requests.
+	asked(body []byte) *Asked
 }
 
 // quickDelta is a content delta read from its data line: the block's
@@ -658,6 +677,26 @@ func (w *Wire) begin(order uint64, start time.Time, method, path string, resp *h
 	w.active[s] = struct{}{}
 	w.mu.Unlock()
 	return s
+}
+
+// request reads the request the response answers (its body, held whole),
+// for Response.Asked.
+func (s *wireStream) request(body []byte) {
+	if s == nil || len(body) == 0 {
+		return
+	}
+	a := s.w.dialect.asked(body)
+	if a == nil {
+		return
+	}
+	n := len(a.Context)
+	for _, t := range a.Tools {
+		n += len(t)
+	}
+	s.w.held.Add(int64(n))
+	s.mu.Lock()
+	s.head.Asked = a
+	s.mu.Unlock()
 }
 
 // relay counts n bytes about to be written to the client.

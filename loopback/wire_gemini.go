@@ -34,6 +34,44 @@ const geminiChunkEvent = "chunk"
 
 func (geminiDialect) skip([]byte) bool { return false }
 
+// asked reads a GenerateContentRequest's functionDeclarations and the
+// opening of its first user text. A body that is not one reads as nil.
+func (geminiDialect) asked(body []byte) *Asked {
+	var r struct {
+		Contents []struct {
+			Role  string `json:"role"`
+			Parts []struct {
+				Text *string `json:"text"`
+			} `json:"parts"`
+		} `json:"contents"`
+		Tools []struct {
+			FunctionDeclarations []struct {
+				Name string `json:"name"`
+			} `json:"functionDeclarations"`
+		} `json:"tools"`
+	}
+	if jsonscan.Unmarshal(body, &r) != nil {
+		return nil
+	}
+	a := &Asked{Tools: []string{}}
+	for _, t := range r.Tools {
+		for _, d := range t.FunctionDeclarations {
+			a.Tools = append(a.Tools, d.Name)
+		}
+	}
+	for _, c := range r.Contents {
+		if c.Role != "user" || len(c.Parts) == 0 || c.Parts[0].Text == nil {
+			continue
+		}
+		a.Context = *c.Parts[0].Text
+		if len(a.Context) > maxAskedContext {
+			a.Context = strings.ToValidUTF8(a.Context[:maxAskedContext], "")
+		}
+		break
+	}
+	return a
+}
+
 func (geminiDialect) quick(string, []byte) (quickDelta, bool) { return quickDelta{}, false }
 
 // geminiResponse is a GenerateContentResponse, or an error, as the view

@@ -48,7 +48,8 @@ func TestWireGeminiBind(t *testing.T) {
 // real key in x-goog-api-key (the placeholder never), the model's answer
 // is read into the view as it streams, the router's JSON side call too;
 // a key in the query, a method or path the API does not take, and a
-// model name that spans segments are refused and never forwarded.
+// model name that spans segments are refused and never forwarded. The
+// view reads what each request offered the model (Response.Asked).
 func TestWireGeminiThroughProxy(t *testing.T) {
 	up := scripted.NewGeminiServer(scripted.Script{Turns: []scripted.Turn{
 		{Text: "reading it", ToolCall: &scripted.ToolCall{Name: "read_file", Input: json.RawMessage(`{"file_path":"a.txt"}`)}},
@@ -62,7 +63,8 @@ func TestWireGeminiThroughProxy(t *testing.T) {
 	if status, body := send(t, newClient(t), p, "POST", "/v1beta/models/gemini-3.5-flash-lite:generateContent", key, side); status != 200 || !strings.Contains(body, `complexity_score`) {
 		t.Fatalf("side call: %d %s", status, body)
 	}
-	if status, body := send(t, newClient(t), p, "POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", key, `{"contents":[]}`); status != 200 || !strings.Contains(body, "functionCall") {
+	turn := `{"contents":[{"role":"user","parts":[{"text":"<session_context>\n- **Workspace Directories:**\n  - /w\n"},{"text":"go"}]}],"tools":[{"functionDeclarations":[{"name":"read_file"},{"name":"mcp_metaharness_x"}]}]}`
+	if status, body := send(t, newClient(t), p, "POST", "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", key, turn); status != 200 || !strings.Contains(body, "functionCall") {
 		t.Fatalf("turn: %d %s", status, body)
 	}
 	for _, c := range []struct {
@@ -103,6 +105,12 @@ func TestWireGeminiThroughProxy(t *testing.T) {
 	if !r.Stream || r.End != EndCompleted || r.StopReason != "STOP" || r.ID != "resp_0002" || len(r.Items) != 2 ||
 		r.Items[0].Text != "reading it" || r.Items[1].Call == nil || r.Items[1].Call.Name != "read_file" || string(r.Items[1].Call.Input) != `{"file_path":"a.txt"}` {
 		t.Fatalf("the turn as the view read it: %+v", r)
+	}
+	if a := r.Asked; a == nil || strings.Join(a.Tools, ",") != "read_file,mcp_metaharness_x" || !strings.Contains(a.Context, "  - /w\n") || strings.Contains(a.Context, "go") {
+		t.Fatalf("the turn's request as the view read it: %+v", r.Asked)
+	}
+	if a := rs[0].Asked; a == nil || len(a.Tools) != 0 {
+		t.Fatalf("the side call's request as the view read it: %+v", a)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 // hookCmd is a kind's hook program, found in launcher/kinds/hooks by the
 // verb it is started as (the verb's name in main.go), so that no verb
 // imports a kind's hook package: Claude Code's PreToolUse hook always
-// exits 0, its answer on stdout; the b10x loop's before-call hook answers
-// with its exit status.
+// exits 0, its answer on stdout, and so does Gemini CLI's BeforeTool hook;
+// the b10x loop's before-call hook answers with its exit status.
 type hookCmd struct {
 	Socket string `required:"" help:"The run's decision channel."`
 }
@@ -32,3 +32,8 @@ func (c *hookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-hook
 type b10xHookCmd struct{ hookCmd }
 
 func (c *b10xHookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-b10x-hook", e) }
+
+// geminiHookCmd is Gemini CLI's BeforeTool hook a gemini run installs.
+type geminiHookCmd struct{ hookCmd }
+
+func (c *geminiHookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-gemini-hook", e) }

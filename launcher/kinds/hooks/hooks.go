@@ -13,6 +13,7 @@ import (
 
 	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
 	"github.com/metaharness/metaharness/launcher/claude/hook"
+	geminihook "github.com/metaharness/metaharness/launcher/gemini/hook"
 )
 
 // Hook is one kind's hook program.
@@ -28,14 +29,16 @@ type Hook struct {
 	Run func(stdin io.Reader, stdout io.Writer, socket string) (status int, err error)
 }
 
-// table lists every kind's hook program: Claude Code's PreToolUse hook,
-// which always exits 0 (its answer is on stdout), and the b10x loop's
-// before-call hook, whose answer is its exit status.
+// table lists every kind's hook program: Claude Code's PreToolUse hook
+// and Gemini CLI's BeforeTool hook, which always exit 0 (the answer is on
+// stdout), and the b10x loop's before-call hook, whose answer is its exit
+// status.
 var table = []Hook{
 	{Verb: "internal-hook", Args: hook.Args, Run: func(stdin io.Reader, stdout io.Writer, socket string) (int, error) {
 		return 0, hook.Run(stdin, stdout, socket)
 	}},
 	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Main},
+	{Verb: geminihook.Verb, Args: geminihook.Args, Run: geminihook.Run},
 }
 
 // Lookup returns the hook started as verb.
