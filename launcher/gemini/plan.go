@@ -112,11 +112,11 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	policyPath := filepath.Join(w.Scratch, policyFile)
 
 	env := map[string]string{
-		"HOME":             home,
-		"GEMINI_CLI_HOME":  configHome,
-		"TMPDIR":           tmp,
-		"PATH":             kind.ChildPath(w.Env["HOME"]),
-		"NO_COLOR":         "1",
+		"HOME":            home,
+		"GEMINI_CLI_HOME": configHome,
+		"TMPDIR":          tmp,
+		"PATH":            kind.ChildPath(w.Env["HOME"]),
+		"NO_COLOR":        "1",
 		// One process: the relaunch would make a second node process the
 		// one that asks the model, which the proxy admits only from the
 		// vendor's own.
