@@ -679,18 +679,7 @@ func TestRunClaudeChildKilled(t *testing.T) { killedChild(t, claudeStoppable(t))
 // METAHARNESS_CAPTURE_C2 is set (then `go test ./conformance -run TestC2
 // -update` writes the expected streams): real Claude Code output, captured
 // against the scripted server, replayed byte for byte ever after.
-func captureC2(t *testing.T, retain, name string) {
-	if os.Getenv("METAHARNESS_CAPTURE_C2") == "" || t.Failed() {
-		return
-	}
-	b, err := os.ReadFile(filepath.Join(retain, "transcript.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "..", "conformance", "testdata", "c2", "claude", name+".in.jsonl"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func captureC2(t *testing.T, retain, name string) { captureKindC2(t, retain, "claude", name) }
 
 // TestRunClaudeObserveMode: observe allows every call through the hook
 // seam and names the mode that did; the attestation states the grant.

@@ -206,8 +206,13 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if conf != nil {
 		// The workspace's own .gemini (settings, commands, skills, agents)
 		// and the host's system configuration read as empty: only the
-		// launch's settings and admin policy are Gemini CLI's.
+		// launch's settings and admin policy are Gemini CLI's. So does the
+		// caller's own Gemini CLI home (its Google login), should the cwd
+		// hold it.
 		conf.Covered = append(conf.Covered, filepath.Join(cwd, ".gemini"), systemConfigDir)
+		if h := w.Env["HOME"]; filepath.IsAbs(h) {
+			conf.Covered = append(conf.Covered, filepath.Join(h, ".gemini"))
+		}
 	}
 	dirs := []string{configHome, geminiDir}
 	// Gemini CLI runs every shell command and hook as `bash -c LINE`, bash
@@ -395,7 +400,14 @@ func attestation(spec *kind.Spec, w *kind.World, obs observed, in attestIn) *att
 		h2 += "; the child's view covers the workspace's .gemini and " + systemConfigDir
 		c.Impose(attest.H2, h2)
 	case obs.WorkspaceConfig || obs.SystemConfig:
-		c.Unavailable(attest.H2, "unconfined, so nothing covers "+strings.Join(present(obs, in.cwd), " and ")+": only the order in which 0.61.0 loads settings and trust keeps the workspace's out, and "+systemConfigDir+"'s admin policies replace the run's own")
+		why := "unconfined, so nothing covers " + strings.Join(present(obs, in.cwd), " and ")
+		if obs.WorkspaceConfig {
+			why += "; only the order in which 0.61.0 loads settings and trusts the workspace keeps the workspace's settings out, and its commands, skills and agents are Gemini CLI's"
+		}
+		if obs.SystemConfig {
+			why += "; the host's system settings and admin policies there are Gemini CLI's"
+		}
+		c.Unavailable(attest.H2, why)
 	default:
 		c.Impose(attest.H2, h2+"; the workspace holds no .gemini and the host no "+systemConfigDir)
 	}
@@ -420,7 +432,7 @@ func attestation(spec *kind.Spec, w *kind.World, obs observed, in attestIn) *att
 	}
 	h8 := "the BeforeTool hook asks the run about every call but the owned server's (decided where mcp-serve performs them); Gemini CLI runs a call whose hook crashed, printed no JSON or timed out, so the run's admin policy (--admin-policy, the highest tier) denies every native call that does not carry the run's marker, which only the hook adds to a call the run allowed (a call arriving with it is denied as forged); hooksConfig enabled, no flag skips hooks"
 	if !in.confined && len(obs.SystemPolicies) > 0 {
-		c.Unavailable(attest.H8, "unconfined, and "+strings.Join(obs.SystemPolicies, ", ")+" exist: Gemini CLI then ignores the run's --admin-policy, so a call whose hook failed is not denied by it")
+		c.Unavailable(attest.H8, "unconfined, and the host holds admin policies ("+strings.Join(obs.SystemPolicies, ", ")+"): Gemini CLI then ignores the run's --admin-policy, so a call whose hook failed is not denied by it")
 	} else {
 		c.Impose(attest.H8, h8)
 	}

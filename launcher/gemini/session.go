@@ -7,8 +7,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/frame"
 	"github.com/metaharness/metaharness/internal/decide"
 	"github.com/metaharness/metaharness/launcher/kind"
@@ -38,6 +40,9 @@ type session struct {
 	owned bool // the plan gave the child the owned server
 	wire  *kind.WireView
 
+	// notOnRecord counts the decision requests denied at once.
+	notOnRecord atomic.Uint64
+
 	mu    sync.Mutex
 	named *sync.Cond
 	calls []*pending // the calls the record showed, in order
@@ -52,7 +57,14 @@ type pending struct {
 	asked    bool
 }
 
-var _ kind.Answerer = (*session)(nil)
+var (
+	_ kind.Answerer      = (*session)(nil)
+	_ kind.RecordChecker = (*session)(nil)
+)
+
+// RequestsNotOnRecord counts the decision requests Answer denied at once
+// because the record showed no such call.
+func (s *session) RequestsNotOnRecord() uint64 { return s.notOnRecord.Load() }
 
 // Drive reads stdout to the end: every line is kept in the transcript
 // first, then mapped. session.started waits for the first line past the
@@ -296,7 +308,10 @@ func (s *session) Answer(ctx context.Context, req decide.Request) record.Decisio
 	}
 	id, ok := s.name(ctx, name, req.Input, owned)
 	if !ok {
-		return record.DenyDecision(fmt.Sprintf("metaharness found no call of %s with this input on Gemini CLI's record, so it could not name it; nothing ran", name))
+		why := fmt.Sprintf("Gemini CLI's record shows no call of %s with this input that was not asked about already", name)
+		s.notOnRecord.Add(1)
+		s.run.Emit("", &record.Warning{Code: attest.DecisionNotOnRecord, Message: fmt.Sprintf("a decision request at the %s seam (%s) was denied at once: %s", req.Seam, name, why)})
+		return record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
 	}
 	req.CallID = id
 	return s.run.Decide(ctx, req)
