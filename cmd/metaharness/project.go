@@ -23,7 +23,7 @@ type projectCmd struct {
 	To     string   `default:"trace-ir" help:"The document format: trace-ir, the only one (the default)."`
 	Out    string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
 	HTML   string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet)." type:"path"`
-	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
+	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation), gemini-stream-json (Gemini CLI's stream-json) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
 }
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {
