@@ -1,6 +1,6 @@
 # The two commands of the README, `make demo` and `make test`, and the
 # release binaries.
-.PHONY: build demo test fuzz schemas
+.PHONY: build demo test fuzz schemas screenshot
 
 # The release binaries, metaharness and the Auto Harness operator's tool
 # auto-harness: static (no cgo, so no dynamic loader and no libc to match on
@@ -25,3 +25,8 @@ fuzz:
 # schemas/generate writes schemas/ from the Go types (its go:generate line).
 schemas:
 	go generate ./...
+
+# The README's picture of the run page (docs/run-page.png), taken by
+# headless Chromium inside the loopback-only namespace (testkit/runpageshot).
+screenshot:
+	scripts/loopback-only go run ./testkit/runpageshot docs/run-page.png

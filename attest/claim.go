@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/metaharness/metaharness/record"
 )
@@ -188,4 +189,35 @@ func (c *Claim) Attestation() record.Attestation {
 	}
 	sort.SliceStable(a.Imposed, func(i, j int) bool { return rowOrder(a.Imposed[i].Row) < rowOrder(a.Imposed[j].Row) })
 	return a
+}
+
+// The states a claim puts a row in, as Claimed names them.
+const (
+	ClaimImposed     = "imposed"
+	ClaimEnforced    = "enforced"
+	ClaimDeclared    = "declared"
+	ClaimUnavailable = "unavailable"
+)
+
+// Claimed is how att claims row, and in which words: unavailable, declared,
+// imposed, or enforced, an imposed row whose words say that the
+// confinement enforces it in the kernel (the words Enforce adds begin
+// "enforced" or "in the kernel:"); "" when att does not claim it. A row
+// listed twice reads as the floor judges it, unavailable first.
+func Claimed(att *record.Attestation, row RowID) (state, words string) {
+	st := stateOf(att, row)
+	switch {
+	case st.unavailable != nil:
+		return ClaimUnavailable, st.unavailable.Why
+	case st.imposed != nil:
+		for _, clause := range strings.Split(st.imposed.How, "; ") {
+			if strings.HasPrefix(clause, "enforced") || strings.HasPrefix(clause, "in the kernel:") {
+				return ClaimEnforced, st.imposed.How
+			}
+		}
+		return ClaimImposed, st.imposed.How
+	case st.declared != nil:
+		return ClaimDeclared, st.declared.What
+	}
+	return "", ""
 }

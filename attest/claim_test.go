@@ -112,3 +112,37 @@ func TestEveryRowIDIsARow(t *testing.T) {
 		t.Fatal("no RowID variables found in claim.go")
 	}
 }
+
+// TestClaimed names each row's state as a reader of the attestation sees
+// it: an imposition the confinement enforces apart from one it does not.
+func TestClaimed(t *testing.T) {
+	c := NewClaim(ModeStrict, "frame")
+	c.Impose(H4, "the child holds a placeholder")
+	c.Enforce(H4, "enforced: the child runs in namespaces of its own")
+	c.Impose(H13, "the proxy reads every response")
+	c.Enforce(H13, "in the kernel: the vendor's stdio are one-way unix sockets")
+	c.Impose(H6, "no credential file")
+	c.Enforce(H6, "bound back read-only as the launch names them: /run/bus")
+	c.Impose(H12, "the gate")
+	c.Withdraw(H12, "--unconfined")
+	c.Declare(H7, "the caller's own tree")
+	a := c.Attestation()
+	for _, w := range []struct {
+		row          RowID
+		state, words string
+	}{
+		{H4, ClaimEnforced, "the child holds a placeholder; enforced: the child runs in namespaces of its own"},
+		{H13, ClaimEnforced, "the proxy reads every response; in the kernel: the vendor's stdio are one-way unix sockets"},
+		{H6, ClaimImposed, "no credential file; bound back read-only as the launch names them: /run/bus"},
+		{H12, ClaimUnavailable, "--unconfined (the launch itself: the gate)"},
+		{H7, ClaimDeclared, "the caller's own tree"},
+		{H9, "", ""},
+	} {
+		if state, words := Claimed(&a, w.row); state != w.state || words != w.words {
+			t.Errorf("%s: %q %q, want %q %q", w.row.Display(), state, words, w.state, w.words)
+		}
+	}
+	if state, _ := Claimed(nil, H4); state != "" {
+		t.Errorf("no attestation claims %s", state)
+	}
+}

@@ -132,6 +132,11 @@ const (
 // hookCodes are the codes H8 fails on.
 var hookCodes = []string{DecisionNotOnRecord, HookSkipped, HookOverruled, DecisionForged}
 
+// GitSealBroken: in a --cwd run, something the operator's git runs or
+// obeys (a git directory's config or hooks, a worktree's links, a new
+// submodule) is not what it was at the start; H7 fails on it.
+const GitSealBroken = "GIT_SEAL_BROKEN"
+
 // EgressRefused is the warning code the launcher writes for each egress
 // attempt the loopback proxy's gate refused; its message names the method
 // and the host. H12 lists them.
@@ -242,6 +247,8 @@ type scanned struct {
 	wire *record.Warning
 	// H8: the first warning of the hook check.
 	hook *record.Warning
+	// H7: the first change to what the operator's git runs.
+	gitSeal *record.Warning
 	// requestsNotOnWire and requestsNotOnRecord count the
 	// DecisionNotOnWire and DecisionNotOnRecord warnings.
 	requestsNotOnWire, requestsNotOnRecord int
@@ -267,7 +274,7 @@ func (s *scanned) add(line *record.EventLine) {
 		s.closed = ev
 	case *record.ToolDecided:
 		s.decidedN++
-		s.recount(ev)
+		s.decisions.Count(ev.Decision.Decision, ev.Seam, ev.DecidedBy)
 		if s.decided == nil {
 			s.decided = map[string]bool{}
 		}
@@ -297,6 +304,10 @@ func (s *scanned) add(line *record.EventLine) {
 			if s.egressN++; len(s.egress) < maxListed {
 				s.egress = append(s.egress, ev.Message)
 			}
+		case ev.Code == GitSealBroken:
+			if s.gitSeal == nil {
+				s.gitSeal = ev
+			}
 		case slices.Contains(hookCodes, ev.Code):
 			if s.hook == nil {
 				s.hook = ev
@@ -313,26 +324,6 @@ func (s *scanned) add(line *record.EventLine) {
 			}
 		}
 	}
-}
-
-// recount adds one tool.decided to the census recounted from them.
-func (s *scanned) recount(d *record.ToolDecided) {
-	c := &s.decisions
-	if c.BySeam == nil {
-		c.BySeam, c.ByDecider = map[string]uint64{}, map[string]uint64{}
-	}
-	switch d.Decision.Decision {
-	case record.Allow:
-		c.Allowed++
-	case record.Deny:
-		c.Denied++
-	case record.Replace:
-		c.Replaced++
-	case record.Abstain:
-		c.Abstained++
-	}
-	c.BySeam[d.Seam]++
-	c.ByDecider[d.DecidedBy]++
 }
 
 func (s *scanned) attestation() *record.Attestation {
@@ -401,7 +392,11 @@ func judge(spec RowSpec, s *scanned, l Launch) (string, string) {
 	case H5:
 		return judgeMCP(s.started, l)
 	case H7:
-		return judgeCwd(s.started, l, st.declared)
+		v, d := judgeCwd(s.started, l, st.declared)
+		if s.gitSeal != nil && v != Unk {
+			return Gap, s.gitSeal.Code + ": " + s.gitSeal.Message + "; " + d
+		}
+		return v, d
 	case H9:
 		return judgeVersion(s.started, l)
 	case H10:

@@ -85,7 +85,7 @@ func (e *Evaluation) Report(aud *AuditorResult, child *record.Process) string {
 
 	line("hermetic verdict (mode %s; the attestation half is metaharness's own claim, not independent evidence)", e.Mode)
 	for _, r := range e.Rows {
-		line("  %-4s %-3s %-8s %-6s %s — %s", displayID(r.ID.id), r.Verdict, r.Severity, r.Assertion, r.Label, r.Detail)
+		line("  %-4s %-3s %-8s %-6s %s — %s", r.ID.Display(), r.Verdict, r.Severity, r.Assertion, r.Label, r.Detail)
 	}
 
 	c := e.Census
@@ -118,12 +118,12 @@ func (e *Evaluation) Report(aud *AuditorResult, child *record.Process) string {
 	}
 	line("child exit: %s", ChildExit(child))
 	line("control verdict: %s", e.Control())
-	line("audit verdict: %s", auditVerdict(e.Exit(true, aud)))
+	line("audit verdict: %s", AuditVerdict(e.Exit(true, aud)))
 	return b.String()
 }
 
-// displayID prints a wire row id the way people write it: h1a → H1a.
-func displayID(id string) string { return strings.ToUpper(id[:1]) + id[1:] }
+// Display is the row as people write it: h1a → H1a.
+func (r RowID) Display() string { return strings.ToUpper(r.id[:1]) + r.id[1:] }
 
 func countLines(b *strings.Builder, title string, counts map[string]uint64) {
 	if len(counts) == 0 {
@@ -203,12 +203,14 @@ func signalName(n int) string {
 	return strconv.Itoa(n)
 }
 
-func auditVerdict(code exit.Code) string {
+// AuditVerdict is an audited run's verdict as the report's last line
+// states it, from its exit code: ok (0), gap (1), or no verdict (any other).
+func AuditVerdict(code exit.Code) string {
 	switch code {
 	case exit.OK:
 		return "ok (exit 0)"
 	case exit.Gap:
 		return "gap (exit 1)"
 	}
-	return "no verdict (exit 3)"
+	return fmt.Sprintf("no verdict (exit %d)", code)
 }

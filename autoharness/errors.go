@@ -75,7 +75,7 @@ func (e *Error) Extra() json.RawMessage {
 		} else {
 			b.WriteByte(',')
 		}
-		name, _ := encode(string(key))
+		name, _ := Encode(string(key))
 		b.Write(name)
 		b.WriteByte(':')
 		b.Write(val)

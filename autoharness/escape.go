@@ -40,8 +40,9 @@ func segment(what, id string) (string, error) {
 	return PathEscape(id), nil
 }
 
-// query is "?k=v&…" of the pairs whose value is not "", in order, or "".
-func query(pairs ...string) string {
+// Query is a route's query, "?k=v&…", of the pairs whose value is not "",
+// in order, each escaped by PathEscape; "" when every value is "".
+func Query(pairs ...string) string {
 	var b strings.Builder
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i+1] == "" {

@@ -23,7 +23,7 @@ func Login(ctx context.Context, o Options, username, password string) (string, e
 	if err := CheckTransport(c.base, o.AllowInsecureHTTP); err != nil {
 		return "", err
 	}
-	body, err := encode(struct {
+	body, err := Encode(struct {
 		Username string `json:"username"`
 		Password string `json:"password"`
 	}{username, password})

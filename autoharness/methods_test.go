@@ -62,6 +62,10 @@ func TestMethodsSendExactly(t *testing.T) {
 			`GET https://harness.test/api/v1/repositories?limit=50&cursor=c%2F1`, reply{200, `{"items":[` + repoJSON + `]}`, nil}},
 		{"ListRepositories first page", func(c *Client) (any, error) { return c.ListRepositories(bg, PageOptions{}) },
 			`GET https://harness.test/api/v1/repositories`, reply{200, `{"items":[]}`, nil}},
+		{"ReadPage", func(c *Client) (any, error) {
+			return c.ReadPage(bg, "/hosts"+Query("online", "offline", "limit", "", "cursor", "h 9"))
+		},
+			`GET https://harness.test/api/v1/hosts?online=offline&cursor=h%209`, reply{200, `{"items":[{"hostId":"h"}],"nextCursor":"h"}`, nil}},
 		{"PauseRepository", func(c *Client) (any, error) { return c.PauseRepository(bg, "repo-1") },
 			`POST https://harness.test/api/v1/repositories/repo-1/pause`, reply{200, repoJSON, nil}},
 		{"DrainRepository", func(c *Client) (any, error) { return c.DrainRepository(bg, "repo-1") },
@@ -92,7 +96,7 @@ func TestMethodsSendExactly(t *testing.T) {
 			}
 			// Printed without HTML escapes (json.Marshal would add them),
 			// the record is the server's bytes.
-			printed, err := encode(got)
+			printed, err := Encode(got)
 			if err != nil || string(printed) != c.rep.body {
 				t.Errorf("the record prints as\n%s (%v)\nwant the server's bytes\n%s", printed, err, c.rep.body)
 			}
@@ -145,6 +149,26 @@ func TestRecordFields(t *testing.T) {
 		if _, err := c.GetSession(bg, id); err == nil || err.Error() != want {
 			t.Errorf("GetSession(%s): %v\nwant %s", id, err, want)
 		}
+	}
+}
+
+// TestDecode: a route the package has no method of, decoded as its
+// records are (a key twice refused), its body kept as sent.
+func TestDecode(t *testing.T) {
+	rec := newRecorder(t, routes{
+		"PUT /api/v1/hosts/h/inventory": {200, `{"version":3, "hostId":"h"}`, nil},
+		"GET /api/v1/hosts/dup":         {200, `{"version":3,"version":4}`, nil},
+	})
+	c := client(t, rec)
+	var v struct {
+		Version int `json:"version"`
+	}
+	raw, err := c.Decode(bg, Request{Method: "PUT", Path: "/hosts/h/inventory", Body: []byte(`{}`)}, &v)
+	if err != nil || v.Version != 3 || string(raw) != `{"version":3, "hostId":"h"}` {
+		t.Errorf("Decode: %v, %+v, %s", err, v, raw)
+	}
+	if _, err := c.Decode(bg, Request{Path: "/hosts/dup"}, &v); err == nil || !strings.Contains(err.Error(), `the key "version" is given twice`) {
+		t.Errorf("Decode of a key given twice: %v", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package autoharness
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -118,6 +119,18 @@ func rawOrNull(raw json.RawMessage) []byte {
 		return []byte("null")
 	}
 	return raw
+}
+
+// Decode sends r and decodes its answer's JSON body into v as the records
+// of this package are read (strictly: a key given twice is refused), and
+// returns the body as the server sent it: for a route this package has no
+// method of (an inventory, a service account).
+func (c *Client) Decode(ctx context.Context, r Request, v any) (json.RawMessage, error) {
+	resp, err := c.Request(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return record(&r, resp, v)
 }
 
 // record decodes an answer's body into v's fields, refusing a body that

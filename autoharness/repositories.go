@@ -11,7 +11,14 @@ type PageOptions struct {
 
 // ListRepositories reads one page of repositories.
 func (c *Client) ListRepositories(ctx context.Context, o PageOptions) (*Page, error) {
-	return fetch[Page](ctx, c.Request, Request{Path: "/repositories" + query("limit", limit(o.Limit), "cursor", o.Cursor)})
+	return fetch[Page](ctx, c.Request, Request{Path: "/repositories" + Query("limit", limit(o.Limit), "cursor", o.Cursor)})
+}
+
+// ReadPage reads one page of any listing at path (with its query, such as
+// "/hosts"+Query("limit", "50")): its items as the server sent them and its
+// nextCursor.
+func (c *Client) ReadPage(ctx context.Context, path string) (*Page, error) {
+	return fetch[Page](ctx, c.Request, Request{Path: path})
 }
 
 // PauseRepository stops new sessions of a repository from being assigned.

@@ -148,13 +148,13 @@ func (r *resolver) id(ctx context.Context, cat catalogue, name string) (string, 
 // catalogue it has no page bound (a fleet may hold many repositories), but
 // a cursor the server gave before ends it.
 func (r *resolver) allRepositories(ctx context.Context) ([]CatalogEntry, error) {
-	return pages(ctx, r.send, repositories.path, func(cursor string) string { return query("cursor", cursor) }, 0)
+	return pages(ctx, r.send, repositories.path, func(cursor string) string { return Query("cursor", cursor) }, 0)
 }
 
 // listCatalogue pages through a provider or command catalogue, 100 entries
 // a page, for at most maxCataloguePages pages.
 func listCatalogue(ctx context.Context, send func(context.Context, Request) (*Response, error), path string) ([]CatalogEntry, error) {
-	return pages(ctx, send, path, func(cursor string) string { return query("limit", "100", "cursor", cursor) }, maxCataloguePages)
+	return pages(ctx, send, path, func(cursor string) string { return Query("limit", "100", "cursor", cursor) }, maxCataloguePages)
 }
 
 // pages collects the entries of path's pages (each page's query made by

@@ -63,7 +63,7 @@ func (c *Client) CreateSession(ctx context.Context, in SessionInput) (*Session, 
 			return nil, err
 		}
 	}
-	body, err := encode(sessionBody{
+	body, err := Encode(sessionBody{
 		RepositoryID: repo, Prompt: in.Prompt, Target: target, Fallbacks: fallbacks, Timeout: in.Timeout,
 		Ref: in.Ref, ConcurrencyID: in.ConcurrencyID, QueueTTLSeconds: in.QueueTTLSeconds, Priority: in.Priority,
 		RequiredLabels: in.RequiredLabels, Metadata: in.Metadata, Source: in.Source,
@@ -120,7 +120,7 @@ func (c *Client) ResumeSession(ctx context.Context, id string, in *ResumeInput) 
 				return nil, err
 			}
 		}
-		if r.Body, err = encode(body); err != nil {
+		if r.Body, err = Encode(body); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +143,7 @@ type SessionFilter struct {
 // ListSessions reads one page of sessions; pass its NextCursor as the
 // next call's Cursor.
 func (c *Client) ListSessions(ctx context.Context, f SessionFilter) (*Page, error) {
-	return fetch[Page](ctx, c.Request, Request{Path: "/sessions" + query(
+	return fetch[Page](ctx, c.Request, Request{Path: "/sessions" + Query(
 		"status", f.Status, "repositoryId", f.RepositoryID, "hostId", f.HostID, "source", f.Source,
 		"sort", f.Sort, "limit", limit(f.Limit), "cursor", f.Cursor, "concurrencyId", f.ConcurrencyID,
 		"scheduleId", f.ScheduleID)})
@@ -157,9 +157,9 @@ func limit(n int) string {
 	return strconv.Itoa(n)
 }
 
-// encode is v as compact JSON, with <, > and & as they are (the body the
-// control plane's other clients send).
-func encode(v any) ([]byte, error) {
+// Encode is v as compact JSON, with <, > and & as they are: a request
+// body as the control plane's other clients send it.
+func Encode(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

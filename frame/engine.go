@@ -584,18 +584,7 @@ func (e *Engine) close(cs *callState, d record.Decision, by, seam, how string) {
 		latency = uint64(el.Milliseconds())
 	}
 	e.emit(nil, &record.ToolDecided{CallID: cs.id, Decision: d, DecidedBy: by, Seam: seam, LatencyMS: &latency})
-	switch d.Decision {
-	case record.Allow:
-		e.census.Allowed++
-	case record.Deny:
-		e.census.Denied++
-	case record.Replace:
-		e.census.Replaced++
-	case record.Abstain:
-		e.census.Abstained++
-	}
-	e.census.BySeam[seam]++
-	e.census.ByDecider[by]++
+	e.census.Count(d.Decision, seam, by)
 	for _, a := range cs.answers {
 		a(d)
 	}

@@ -10,28 +10,6 @@ import (
 	"github.com/metaharness/metaharness/record"
 )
 
-// Warning codes for the loopback proxy's records, one event per request as
-// it ends (attest.EgressRefused for what the egress gate refused, which H12
-// lists).
-const (
-	// WarnLoopbackRequest: a request the proxy relayed, with what the
-	// upstream answered.
-	WarnLoopbackRequest = "LOOPBACK_REQUEST"
-	// WarnLoopbackRefused: a request the reverse endpoint refused (no or a
-	// wrong placeholder, a path or query it never forwards).
-	WarnLoopbackRefused = "LOOPBACK_REFUSED"
-	// WarnLoopbackUpstreamFailed: the upstream could not be reached (the
-	// child was answered 502), broke off mid-answer, or answered 5xx.
-	WarnLoopbackUpstreamFailed = "LOOPBACK_UPSTREAM_FAILED"
-	// WarnLoopbackUpstreamQuota: the upstream answered that the account is
-	// out of quota or rate-limited (loopback.Quota); the run stops on it.
-	WarnLoopbackUpstreamQuota = "LOOPBACK_UPSTREAM_QUOTA"
-	// WarnLoopbackUpstreamThrottled: the upstream asked the request to
-	// wait (a 429 within the throttle budget); the proxy waits it out and
-	// sends the request again.
-	WarnLoopbackUpstreamThrottled = "LOOPBACK_UPSTREAM_THROTTLED"
-)
-
 // throttleEvent is the warning of a throttle the proxy begins to wait
 // out. Its words carry no vendor phrase of a quota: the run goes on, and a
 // fleet reading stdout for such words must not take it for one.
@@ -40,7 +18,7 @@ func throttleEvent(method, path string, retry int, th loopback.Throttle, budget 
 	if th.RetryAfter != "" {
 		asked = "it asked for " + th.RetryAfter
 	}
-	return &record.Warning{Code: WarnLoopbackUpstreamThrottled, Message: fmt.Sprintf(
+	return &record.Warning{Code: record.WarnLoopbackUpstreamThrottled, Message: fmt.Sprintf(
 		"%s %s: the upstream answered %d (%s); the proxy waits %v and sends the request again (retry %d of at most %d, within --throttle-budget %v for one request)",
 		method, path, th.Status, asked, th.Waited, retry, loopback.MaxThrottleRetries, budget)}
 }
@@ -80,13 +58,13 @@ func proxyRecordEvent(rec loopback.Record) *record.Warning {
 		// H12 reads "METHOD TARGET: reason".
 		return &record.Warning{Code: attest.EgressRefused, Message: fmt.Sprintf("%s %s: %s", rec.Method, rec.Path, rec.Refused)}
 	case rec.Refused != "":
-		return &record.Warning{Code: WarnLoopbackRefused, Message: fmt.Sprintf("%s: refused (%s); %s; nothing was forwarded", what, rec.Refused, detail)}
+		return &record.Warning{Code: record.WarnLoopbackRefused, Message: fmt.Sprintf("%s: refused (%s); %s; nothing was forwarded", what, rec.Refused, detail)}
 	case rec.Quota != nil:
-		return &record.Warning{Code: WarnLoopbackUpstreamQuota, Message: fmt.Sprintf("%s: the upstream answered %s; %s", what, loopback.QuotaPhrase(*rec.Quota), detail)}
+		return &record.Warning{Code: record.WarnLoopbackUpstreamQuota, Message: fmt.Sprintf("%s: the upstream answered %s; %s", what, loopback.QuotaPhrase(*rec.Quota), detail)}
 	case upstreamFailed(rec):
-		return &record.Warning{Code: WarnLoopbackUpstreamFailed, Message: what + ": " + detail}
+		return &record.Warning{Code: record.WarnLoopbackUpstreamFailed, Message: what + ": " + detail}
 	}
-	return &record.Warning{Code: WarnLoopbackRequest, Message: what + ": " + detail}
+	return &record.Warning{Code: record.WarnLoopbackRequest, Message: what + ": " + detail}
 }
 
 func upstreamFailed(rec loopback.Record) bool {

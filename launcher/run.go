@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 
 	"go.uber.org/zap"
 
@@ -74,16 +75,20 @@ type run struct {
 	checker kind.SpecChecker // nil: the kind has no refusals of its own
 	io      IO
 
-	in       inputs                  // what the checks read (run_checks.go)
-	tree     tree                    // the scratch tree (run_setup.go)
-	out      stream                  // the event stream (run_stream.go)
-	proxy    *loopback.Proxy         // under --credentials loopback (run_setup.go)
-	vendor   *vendorPeer             // the vendor's process, for the proxy's Admit (run_admit.go)
-	version  chan string             // the vendor's --version, once read (run_version.go)
-	channel  channelLog              // the decision channel's refusals (run_channel.go)
-	happened []string                // what had started, for catalogue-copy-differs
-	stop     context.CancelCauseFunc // ends the run's context (errStdoutClosed)
-	ended    *ended                  // set once the session has been concluded (run_windup.go)
+	in      inputs          // what the checks read (run_checks.go)
+	tree    tree            // the scratch tree (run_setup.go)
+	out     stream          // the event stream (run_stream.go)
+	proxy   *loopback.Proxy // under --credentials loopback (run_setup.go)
+	vendor  *vendorPeer     // the vendor's process, for the proxy's Admit (run_admit.go)
+	gitSeal *gitSeal        // what the operator's git runs in --cwd, as it was (gitseal.go)
+	// custodyLock is the registry of live runs' lock, held from observe
+	// until this run's entry is written (custody.go).
+	custodyLock *os.File
+	version     chan string             // the vendor's --version, once read (run_version.go)
+	channel     channelLog              // the decision channel's refusals (run_channel.go)
+	happened    []string                // what had started, for catalogue-copy-differs
+	stop        context.CancelCauseFunc // ends the run's context (errStdoutClosed)
+	ended       *ended                  // set once the session has been concluded (run_windup.go)
 
 	statement *statement // under --statement (run_statement.go)
 	tel       trace      // the run's OpenTelemetry trace (run_telemetry.go)
@@ -130,6 +135,7 @@ func (r *run) start(ctx context.Context) (exit.Code, error) {
 }
 
 func (r *run) cleanup() {
+	r.releaseCustody()
 	if r.proxy != nil {
 		_ = r.proxy.Close()
 	}

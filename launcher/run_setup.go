@@ -12,8 +12,8 @@ import (
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/internal/treepath"
 	"github.com/metaharness/metaharness/launcher/contextfile"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
@@ -103,6 +103,10 @@ func (r *run) observe(ctx context.Context, w *kind.World) error {
 		if w.Git, err = findGitDirs(r.spec.Cwd); err != nil {
 			r.emit(nil, &record.Warning{Code: WarnGitDirNotBound, Message: "--cwd " + r.spec.Cwd + " is a git worktree whose git directory metaharness does not bind into the child's view, so git cannot work there: " + err.Error()})
 		}
+		r.gitSeal = observeGitSeal(r.spec.Cwd, w.Git, w)
+	}
+	if err := r.observeCustody(w); err != nil {
+		return err
 	}
 	walk, err := attest.WalkMemory(r.d.Memory.Shapes, r.tree.cwd)
 	if err != nil {
@@ -186,6 +190,9 @@ func (r *run) write(ctx context.Context, w *kind.World) (*kind.Plan, error) {
 		}
 	}
 	if err := writeFiles(plan.Files); err != nil {
+		return nil, err
+	}
+	if err := r.registerCustody(plan.Confinement); err != nil {
 		return nil, err
 	}
 	r.happened = append(r.happened, "the scratch files were written")

@@ -31,6 +31,9 @@ func (r *run) windUp(ctx context.Context, plan *kind.Plan, svc *services, proces
 	if w := r.channelSummary(); w != nil {
 		r.emit(nil, w)
 	}
+	for _, w := range r.gitSeal.changes() {
+		r.emit(nil, w)
+	}
 	if w := svc.wire.unchecked(); w != nil {
 		r.emit(nil, w)
 	}

@@ -238,6 +238,27 @@ type Census struct {
 	ByDecider   map[string]uint64 `json:"by_decider"`
 }
 
+// Count adds one decision (its variant, the seam it was made at and who
+// made it) to the census: the engine as it decides, a reader of a stream
+// from its tool.decided events.
+func (c *Census) Count(decision, seam, by string) {
+	if c.BySeam == nil {
+		c.BySeam, c.ByDecider = map[string]uint64{}, map[string]uint64{}
+	}
+	switch decision {
+	case Allow:
+		c.Allowed++
+	case Deny:
+		c.Denied++
+	case Replace:
+		c.Replaced++
+	case Abstain:
+		c.Abstained++
+	}
+	c.BySeam[seam]++
+	c.ByDecider[by]++
+}
+
 // StepRef names the embedder's unit of work.
 type StepRef struct {
 	Workflow string `json:"workflow"`

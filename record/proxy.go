@@ -106,3 +106,24 @@ type Quota struct {
 	// of seconds or an HTTP date; empty otherwise.
 	RetryAfter string `json:"retry_after,omitempty"`
 }
+
+// Warning codes for the loopback proxy's records, one event per request as
+// it ends (the egress gate's refusals are attest.EgressRefused, which H12 lists).
+const (
+	// WarnLoopbackRequest: a request the proxy relayed, with what the
+	// upstream answered.
+	WarnLoopbackRequest = "LOOPBACK_REQUEST"
+	// WarnLoopbackRefused: a request the reverse endpoint refused (no or a
+	// wrong placeholder, a path or query it never forwards).
+	WarnLoopbackRefused = "LOOPBACK_REFUSED"
+	// WarnLoopbackUpstreamFailed: the upstream could not be reached (the
+	// child was answered 502), broke off mid-answer, or answered 5xx.
+	WarnLoopbackUpstreamFailed = "LOOPBACK_UPSTREAM_FAILED"
+	// WarnLoopbackUpstreamQuota: the upstream answered that the account is
+	// out of quota or rate-limited (loopback.Quota); the run stops on it.
+	WarnLoopbackUpstreamQuota = "LOOPBACK_UPSTREAM_QUOTA"
+	// WarnLoopbackUpstreamThrottled: the upstream asked the request to
+	// wait (a 429 within the throttle budget); the proxy waits it out and
+	// sends the request again.
+	WarnLoopbackUpstreamThrottled = "LOOPBACK_UPSTREAM_THROTTLED"
+)

@@ -18,7 +18,7 @@ import (
 // event type handed to it for free. It reports each one's throughput over
 // the stream's bytes and their ratio; scripts/bench prints them.
 func BenchmarkProject(b *testing.B) {
-	data, events := benchStream(b, 20000)
+	data, events := benchStream(b, 20000, 0)
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	var took [2]time.Duration
 	for b.Loop() {
@@ -48,8 +48,9 @@ func BenchmarkProject(b *testing.B) {
 }
 
 // benchStream is a governed session of n events as the run writes them:
-// turns of text, a tool call decided and answered, and usage.
-func benchStream(b testing.TB, n int) ([]byte, []record.Event) {
+// turns of text, a tool call decided and answered, and usage; with
+// denyEvery, every denyEvery-th call is denied instead.
+func benchStream(b testing.TB, n, denyEvery int) ([]byte, []record.Event) {
 	var buf bytes.Buffer
 	w := record.NewWriter(&buf, "claude-bench")
 	var events []record.Event
@@ -69,8 +70,12 @@ func benchStream(b testing.TB, n int) ([]byte, []record.Event) {
 		call := fmt.Sprintf("toolu_%06d", i)
 		emit(&record.Text{Text: "Reading the notes to see when the release ships, then checking the tests.", RequestID: &req})
 		emit(&record.ToolRequested{CallID: call, Name: "Read", Input: json.RawMessage(`{"file_path":"/work/tree/NOTES.md","limit":200}`), Seam: record.SeamHook, DecisionRequired: true})
-		emit(&record.ToolDecided{CallID: call, Decision: record.AllowDecision(), DecidedBy: "frame", Seam: record.SeamHook})
-		emit(&record.ToolResult{CallID: call, IsError: &no, Content: json.RawMessage(`"# Release notes\nThe release ships on Friday.\nAll tests pass on main; the flaky one is quarantined.\n"`), Bytes: &size})
+		if denyEvery > 0 && i%denyEvery == denyEvery-1 {
+			emit(&record.ToolDecided{CallID: call, Decision: record.DenyDecision("the frame admits file.read on the tree only"), DecidedBy: "frame", Seam: record.SeamHook})
+		} else {
+			emit(&record.ToolDecided{CallID: call, Decision: record.AllowDecision(), DecidedBy: "frame", Seam: record.SeamHook})
+			emit(&record.ToolResult{CallID: call, IsError: &no, Content: json.RawMessage(`"# Release notes\nThe release ships on Friday.\nAll tests pass on main; the flaky one is quarantined.\n"`), Bytes: &size})
+		}
 		emit(&record.UsageEvent{RequestID: &req, Model: &model, Usage: record.Usage{InputTokens: &in, OutputTokens: &out}})
 	}
 	final := "It ships on Friday."

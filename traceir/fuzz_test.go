@@ -30,7 +30,7 @@ func FuzzProject(f *testing.F) {
 		if !json.Valid(out.Bytes()) {
 			t.Fatalf("a projection is not valid JSON:\n%s", out.Bytes())
 		}
-		if err := RenderHTML(io.Discard, StreamOf("f", data)); err != nil {
+		if err := RenderHTML(io.Discard, Run{Stream: StreamOf("f", data)}); err != nil {
 			t.Fatalf("a readable stream does not render: %v", err)
 		}
 	})
@@ -60,6 +60,31 @@ func FuzzIndentCompact(f *testing.F) {
 		}
 		if got := indentCompact(nil, compact.Bytes(), "      "); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("indentCompact(%s) =\n%s\nwant\n%s", compact.Bytes(), got, want.Bytes())
+		}
+	})
+}
+
+// FuzzPageAttestation: any bytes are refused as an attestation document or
+// read, and a document that is read renders beside its stream.
+func FuzzPageAttestation(f *testing.F) {
+	docs, _ := filepath.Glob("testdata/streams/*.attestation.json")
+	more, _ := filepath.Glob("../attest/testdata/golden/*/document.json")
+	for _, p := range append(docs, more...) {
+		b, _ := os.ReadFile(p)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"format":"metaharness.attestation/1","run":"r","loopback":{"counters":{},"requests":[{"seq":1,"start":"0001-01-01T00:00:00Z","duration_ns":-5,"throttled":[{"status":429}]}]},"exit_code":-7,"control_verdict":"x"}`))
+	stream, err := os.ReadFile("testdata/streams/forged-request-throttled.jsonl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := ReadAttestation("f", data)
+		if err != nil {
+			return
+		}
+		if err := RenderHTML(io.Discard, Run{Stream: StreamOf("s", stream), Attestation: doc, AttestationName: "f"}); err != nil {
+			t.Fatalf("a readable attestation does not render: %v", err)
 		}
 	})
 }

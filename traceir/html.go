@@ -3,10 +3,16 @@ package traceir
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,59 +20,60 @@ import (
 )
 
 // RenderHTML writes one run, or two side by side, to w as one
-// self-contained static page: each run's header, the tool calls with their
-// decisions and results, the attestation's rows, and the timeline of
-// events. Two runs are aligned by their step.entered sequence when both
-// were driven through steps (calls aligned by index within each step), else
-// by tool-call index; a call or step with no counterpart is an explicit gap,
-// and the first row where the runs part is marked.
+// self-contained static page for a reviewer who must sign a run off:
+// the verdict first (the audit and control verdicts, the exit code and
+// what it means, the kind, vendor version, model, duration and decision
+// census, each row that is not ok named), the attestation's rows (gating
+// apart from advisory, each state shown by its word, sign, colour and
+// border, its reason in a line and the whole sentence one click away), a
+// timeline (model requests, turns, tool calls with their decisions,
+// warnings) on one axis, the proxy's records of the model requests, the
+// warnings, the tool calls (each opening to its input, the decision's
+// reason and its result) and the events. Two runs are aligned step by
+// step when both were driven through steps, else turn by turn, calls by
+// their order within; what differs is named and the first difference
+// marked.
 //
-// Each run is read in two passes and never held: the first gathers its
-// header, its attestation, its steps and where each tool call's request,
-// decision and result lie in it; the page's rows are then written as they
-// are made, each call's lines read again, and the timeline as the second
-// pass reads the stream. What grows with a run is an entry per tool call
-// (its three lines' places, and its id while the first pass reads) and per
-// step (its label): the calls table is aligned across both runs, and a
-// call's decision and result may come anywhere after it.
-func RenderHTML(w io.Writer, runs ...*Stream) error {
+// The page loads nothing (its Content-Security-Policy forbids it), and
+// reads whole with scripts off: its one script only opens a row's
+// details when a link leads there, and every details before printing.
+//
+// Each run is read in two passes and never held: the first gathers what
+// the page states before its events (viewOf), the second writes the
+// events as it reads them; each call, warning and request the page shows
+// is read again from its place. What grows with a run is an entry per
+// tool call, turn, model request and warning, a few dozen bytes each;
+// past a bound each list is summarised with counts (maxCallRows,
+// maxMarks, maxEventRows).
+func RenderHTML(w io.Writer, runs ...Run) error {
 	if len(runs) == 0 || len(runs) > 2 {
 		return fmt.Errorf("a page shows one or two runs, not %d", len(runs))
 	}
-	p := page{}
-	for _, s := range runs {
-		v, err := viewOf(s)
+	var views []*runView
+	for _, r := range runs {
+		v, err := viewOf(r)
 		if err != nil {
 			return err
 		}
-		p.Runs = append(p.Runs, v)
+		views = append(views, v)
 	}
-	bySteps := true
-	for _, r := range p.Runs {
-		bySteps = bySteps && len(r.steps) > 0
+	p, err := pageOf(views)
+	if err != nil {
+		return err
 	}
-	p.BySteps = bySteps && len(p.Runs) == 2
-	nSteps, calls := 0, 0
-	if p.BySteps {
-		nSteps = max(len(p.Runs[0].steps), len(p.Runs[1].steps))
-	}
-	for _, r := range p.Runs {
-		calls += len(r.calls)
-	}
-	p.HasCalls = nSteps > 0 || calls > 0
 	out := bufio.NewWriterSize(w, 64<<10)
 	t := pageTemplate()
 	if err := t.ExecuteTemplate(out, "head", p); err != nil {
 		return err
 	}
-	if err := writeCalls(out, t, &p, nSteps); err != nil {
+	if err := writeCalls(out, t, p, views); err != nil {
 		return err
 	}
-	if err := t.ExecuteTemplate(out, "middle", p); err != nil {
+	if err := t.ExecuteTemplate(out, "callsTail", p); err != nil {
 		return err
 	}
-	for _, r := range p.Runs {
-		if err := writeTimeline(out, t, r); err != nil {
+	for i, v := range views {
+		if err := writePageEvents(out, t, v, runID(i)); err != nil {
 			return err
 		}
 	}
@@ -76,156 +83,407 @@ func RenderHTML(w io.Writer, runs ...*Stream) error {
 	return out.Flush()
 }
 
-// writeCalls writes the calls table's rows, aligned as RenderHTML says.
-func writeCalls(out io.Writer, t *template.Template, p *page, nSteps int) error {
-	diverged := false
-	row := func(r callRow, differ bool) error {
-		if len(p.Runs) == 2 && !diverged && differ {
-			r.FirstDivergence, diverged = true, true
+func runID(i int) string { return fmt.Sprintf("r%d", i) }
+
+// page is what the page's head states, made before anything is written.
+type page struct {
+	Title, Heading string
+	CSS            template.CSS
+	JS             template.JS
+	CSP            string
+	Two            bool
+	RunNames       []string
+	Banners        []banner
+	Diff           []diffLine
+	RowsNotes      []string
+	Gating         rowTable
+	Advisory       rowTable
+	Ambient        []ambient
+	Timelines      []timeline
+	Requests       []requestSection
+	Warnings       []warningSection
+	HasCalls       bool
+	AlignedBy      string
+
+	rows []aligned
+	by   int
+}
+
+type ambient struct{ Run, Text string }
+
+type rowTable struct {
+	Which, Caption string
+	Runs           []string
+	Rows           []pageRow
+	Two            bool
+}
+
+type diffLine struct {
+	What, Text string
+	Changed    bool
+}
+
+type requestSection struct {
+	ID, Run, Note string
+	Rows          []requestRow
+	Left          int
+}
+
+type warningSection struct {
+	ID, Run, Counts, Left string
+	Rows                  []warnRow
+}
+
+type warnRow struct {
+	ID, N, At, Kind, Badge, Code, Message, More, Class string
+}
+
+func pageOf(views []*runView) (*page, error) {
+	p := &page{CSS: template.CSS(pageCSS), JS: template.JS(pageJS), CSP: csp(), Two: len(views) == 2}
+	var runs []string
+	for i, v := range views {
+		id := runID(i)
+		runs = append(runs, v.run)
+		b := bannerOf(v, id)
+		p.Banners = append(p.Banners, b)
+		if v.doc == nil {
+			p.RowsNotes = append(p.RowsNotes, fmt.Sprintf("%s: no attestation document was given, so its rows are metaharness's own claim from the opening record, not judged; give the run's attestation (--attestation FILE) to see the floor's verdicts.", v.run))
 		}
-		return t.ExecuteTemplate(out, "call", r)
+		if v.hermetic != nil {
+			for _, a := range v.hermetic.AmbientInputs {
+				p.Ambient = append(p.Ambient, ambient{v.run, a})
+			}
+		}
+		p.Requests = append(p.Requests, requestSectionOf(v, id))
+		ws, err := warningSectionOf(v, id)
+		if err != nil {
+			return nil, err
+		}
+		p.Warnings = append(p.Warnings, ws)
 	}
-	next := make([]int, len(p.Runs)) // each run's first call not yet shown
-	index := 0
-	// Step -1 holds the calls made before any step.entered (all of them
-	// when the runs are not aligned by step).
-	for step := -1; step < nSteps; step++ {
-		if step >= 0 {
-			r := callRow{}
-			for _, v := range p.Runs {
-				label := "no counterpart"
-				if step < len(v.steps) {
-					label = v.steps[step]
-				}
-				r.Step = append(r.Step, label)
-			}
-			if err := row(r, r.Step[0] != r.Step[1]); err != nil {
-				return err
+	p.RunNames = runs
+	if p.Two && runs[0] == runs[1] {
+		// One run's stream twice, or two copies of it: the files tell them apart.
+		for i, v := range views {
+			p.RunNames[i] = fmt.Sprintf("%s (%s)", v.run, filepath.Base(v.s.Name))
+		}
+	}
+	if p.Two {
+		p.Title = fmt.Sprintf("metaharness — %s vs %s", runs[0], runs[1])
+		p.Heading = fmt.Sprintf("Runs %s and %s side by side", runs[0], runs[1])
+	} else {
+		p.Title = fmt.Sprintf("metaharness — %s: %s", runs[0], p.Banners[0].Headline.Word)
+		p.Heading = "Run " + runs[0]
+	}
+	gating, advisory := rowTables(views)
+	p.Gating = rowTable{"gating", "Gating rows: a gating row that is not ok moves an audited run's exit code", p.RunNames, gating, p.Two}
+	p.Advisory = rowTable{"advisory", "Advisory rows: judged and shown, never moving the exit code", p.RunNames, advisory, p.Two}
+	// Two runs timed in milliseconds share one scale, so that the same
+	// width is the same time in both.
+	span := int64(0)
+	for _, v := range views {
+		span = max(span, v.to-v.from)
+	}
+	for i, v := range views {
+		s := scale{span: v.to - v.from}
+		if p.Two && views[0].byTime && views[1].byTime {
+			s.span = span
+		}
+		tl, err := v.timelineOf(runID(i), s)
+		if err != nil {
+			return nil, err
+		}
+		p.Timelines = append(p.Timelines, tl)
+	}
+	p.rows, p.by = alignment(views)
+	p.AlignedBy = [...]string{byOrder: "aligned by the order the calls were made", byTurn: "aligned turn by turn", byStep: "aligned by step"}[p.by]
+	p.HasCalls = len(p.rows) > 0
+	if p.Two {
+		p.Diff = differences(views, p.Banners, p.rows, gating, advisory)
+	}
+	return p, nil
+}
+
+// differences are what a reviewer compares between two runs, each marked
+// when it differs.
+func differences(views []*runView, banners []banner, rows []aligned, gating, advisory []pageRow) []diffLine {
+	var out []diffLine
+	add := func(what, a, b string) {
+		if a == b {
+			out = append(out, diffLine{what, "the same in both: " + a, false})
+		} else {
+			out = append(out, diffLine{what, a + " → " + b, true})
+		}
+	}
+	fact := func(b banner, key string) string {
+		for _, f := range b.Facts {
+			if f.Key == key {
+				return f.text()
 			}
 		}
-		var cols [][]callRef
-		n := 0
-		for i, v := range p.Runs {
-			end := next[i]
-			for end < len(v.calls) && (!p.BySteps || v.calls[end].step == step) {
-				end++
-			}
-			cols = append(cols, v.calls[next[i]:end])
-			next[i] = end
-			n = max(n, len(cols[i]))
+		return "not recorded"
+	}
+	for _, k := range []string{"audit verdict", "control verdict", "exit code", "stream", "decision census"} {
+		add(k, fact(banners[0], k), fact(banners[1], k))
+	}
+	var changed []string
+	for _, r := range append(append([]pageRow{}, gating...), advisory...) {
+		if r.Changed {
+			a, b := r.Cells[0], r.Cells[1]
+			changed = append(changed, fmt.Sprintf("%s %s/%s → %s/%s", r.ID, a.Verdict.Word, a.Claim.Word, b.Verdict.Word, b.Claim.Word))
 		}
-		for i := 0; i < n; i++ {
-			index++
-			r := callRow{Index: index}
-			for k, c := range cols {
-				if i >= len(c) {
-					r.Cells = append(r.Cells, nil)
+	}
+	if len(changed) == 0 {
+		out = append(out, diffLine{"attestation rows", "every row is in the same state in both", false})
+	} else {
+		out = append(out, diffLine{"attestation rows", fmt.Sprintf("%d changed state: %s", len(changed), strings.Join(changed, "; ")), true})
+	}
+	n := diffCounts(rows)
+	total := 0
+	for _, c := range n {
+		total += c
+	}
+	if total == n[same] {
+		out = append(out, diffLine{"tool calls", fmt.Sprintf("all %d aligned calls are the same tool with the same decision and input", total), false})
+	} else {
+		var parts []string
+		for _, k := range []diffKind{onlyFirst, onlySecond, otherTool, decisionChanged, inputDiffers} {
+			if n[k] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n[k], diffWords[k]))
+			}
+		}
+		out = append(out, diffLine{"tool calls", fmt.Sprintf("%d of %d aligned calls differ: %s", total-n[same], total, strings.Join(parts, ", ")), true})
+	}
+	answer := func(v *runView) string {
+		if v.ended == nil || v.ended.FinalAnswer == nil {
+			return "none"
+		}
+		return fmt.Sprintf("%q", clip(v.ended.FinalAnswer.Text, 300))
+	}
+	add("final answer", answer(views[0]), answer(views[1]))
+	return out
+}
+
+func requestSectionOf(v *runView, id string) requestSection {
+	s := requestSection{ID: id, Run: v.run}
+	s.Rows, s.Left = requestRows(v, id)
+	if len(s.Rows) == 0 {
+		switch {
+		case v.doc == nil:
+			s.Note = fmt.Sprintf("%s: the loopback proxy's records are in the run's attestation document, which was not given; the model requests the stream records are on the timeline.", v.run)
+		case v.doc.Loopback == nil:
+			s.Note = fmt.Sprintf("%s: the run had no loopback proxy, so no request of its was recorded by metaharness.", v.run)
+		default:
+			s.Note = fmt.Sprintf("%s: the loopback proxy recorded no request.", v.run)
+		}
+	}
+	return s
+}
+
+// warningSectionOf lists v's warnings, as its timeline draws them: all of
+// them up to maxMarks, else the ones a reviewer looks for, with every
+// code counted.
+func warningSectionOf(v *runView, id string) (warningSection, error) {
+	s := warningSection{ID: id, Run: v.run}
+	draw, summarised := summarise(len(v.warnings), func(i int) bool {
+		k := v.warnings[i].kind
+		return k != warnOther && k != warnRequest
+	})
+	codes := map[string]int{}
+	for i, m := range v.warnings {
+		w, err := eventAt[*record.Warning](v.s, m.ref, "warning")
+		if err != nil {
+			return s, err
+		}
+		codes[w.Code]++
+		if !draw(i) {
+			continue
+		}
+		one, more := oneLine(w.Message)
+		s.Rows = append(s.Rows, warnRow{ID: warnID(id, i), N: fmt.Sprint(i + 1), At: v.at(v.on(m.at)), Kind: warnKinds[m.kind].label,
+			Badge: warnKinds[m.kind].class, Code: w.Code, Message: one, More: more, Class: warnKinds[m.kind].class})
+	}
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(codes)) {
+		parts = append(parts, fmt.Sprintf("%s %d", c, codes[c]))
+	}
+	s.Counts = strings.Join(parts, ", ")
+	if summarised {
+		s.Left = fmt.Sprintf("%d warnings in all; the %d listed are the forged requests, the lines not on the wire, the throttles and the refused egress among them (at most %d).", len(v.warnings), len(s.Rows), maxMarks)
+	}
+	return s, nil
+}
+
+// callRow is one row of the calls table, as the "call" template writes it.
+type callRow struct {
+	Skip, Diff    string
+	Span          int
+	Header, First bool
+	One, Turn     bool
+	Labels        []string
+	Index         int
+	TurnLabel     string
+	Cells         []*callCell
+}
+
+// callCell is one run's call in a row.
+type callCell struct {
+	ID, Name, By, Took, Input, InputFull, Reason, Decision, Result, Ops string
+	Badge                                                               badge
+	Asked, Failed, Slowest                                              bool
+}
+
+// writeCalls writes the calls table's rows: every aligned row, or on a
+// long run the ones listed (listed), with a row counting each stretch
+// left out.
+func writeCalls(out io.Writer, t *template.Template, p *page, views []*runView) error {
+	rows := p.rows
+	show := listed(views, rows)
+	span := 3
+	if p.Two {
+		span = 4
+	}
+	slowest := make([]int, len(views))
+	for i, v := range views {
+		slowest[i] = v.slowestCall()
+	}
+	diverged := false
+	skipped := []int{}
+	flush := func() error {
+		if len(skipped) == 0 {
+			return nil
+		}
+		err := t.ExecuteTemplate(out, "call", callRow{Skip: skipLine(views, rows, skipped), Span: span})
+		skipped = skipped[:0]
+		return err
+	}
+	for i, r := range rows {
+		first := p.Two && !diverged && r.diff != same
+		diverged = diverged || first
+		if !show(i) && !first {
+			skipped = append(skipped, i)
+			continue
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		row := callRow{First: first, One: !p.Two, Index: r.index, Span: span}
+		if r.header {
+			row.Header, row.Labels, row.Turn = true, r.label, p.by == byTurn
+			if r.diff != same {
+				row.Diff = "the runs part here"
+			}
+		} else {
+			row.Diff = diffWords[r.diff]
+			for k, v := range views {
+				c := r.cells[k]
+				if c < 0 {
+					row.Cells = append(row.Cells, nil)
 					continue
 				}
-				cell, err := p.Runs[k].call(c[i])
+				cell, err := v.cell(runID(k), int(c), int(c) == slowest[k])
 				if err != nil {
 					return err
 				}
-				r.Cells = append(r.Cells, cell)
+				row.Cells = append(row.Cells, cell)
 			}
-			if err := row(r, len(r.Cells) == 2 && !sameCall(r.Cells[0], r.Cells[1])); err != nil {
-				return err
+			if !p.Two {
+				row.TurnLabel = "before any turn"
+				if n := views[0].calls[r.cells[0]].turn; n > 0 {
+					row.TurnLabel = fmt.Sprintf("turn %d", n)
+				}
+			}
+		}
+		if err := t.ExecuteTemplate(out, "call", row); err != nil {
+			return err
+		}
+	}
+	return flush()
+}
+
+// skipLine counts a stretch of call rows a long page leaves out.
+func skipLine(views []*runView, rows []aligned, skipped []int) string {
+	first, last := -1, -1
+	decisions := make([]map[decision]int, len(views))
+	for k := range views {
+		decisions[k] = map[decision]int{}
+	}
+	for _, i := range skipped {
+		r := rows[i]
+		if r.header {
+			continue
+		}
+		if first < 0 {
+			first = r.index
+		}
+		last = r.index
+		for k, v := range views {
+			if c := r.cells[k]; c >= 0 {
+				decisions[k][v.calls[c].dec]++
 			}
 		}
 	}
-	return nil
-}
-
-// writeTimeline writes a run's timeline as the second pass reads it.
-func writeTimeline(out io.Writer, t *template.Template, v *runView) error {
-	if err := t.ExecuteTemplate(out, "timelineHead", nil); err != nil {
-		return err
+	if first < 0 {
+		return fmt.Sprintf("%d step or turn headers are not listed", len(skipped))
 	}
-	h := newDigest()
-	n, err := v.s.events(h, false, func(p *parsedLine) error {
-		l := p.l
-		return t.ExecuteTemplate(out, "event", timelineRow{Seq: l.Seq, Name: l.Name(), Detail: clip(detailOf(l.Event), 160)})
-	})
-	if err != nil {
-		return err
+	var parts []string
+	for k, v := range views {
+		var ds []string
+		for d := undecided; d <= abstained; d++ {
+			if n := decisions[k][d]; n > 0 {
+				ds = append(ds, fmt.Sprintf("%d %s", n, d))
+			}
+		}
+		parts = append(parts, v.run+": "+strings.Join(ds, ", "))
 	}
-	if n != v.lines || digestOf(h) != v.digest {
-		return v.s.changed(fmt.Sprintf("%d lines, then %d", v.lines, n))
-	}
-	return t.ExecuteTemplate(out, "timelineTail", nil)
+	return fmt.Sprintf("calls %d to %d are not listed one by one (%d rows; each is the same in both runs and neither refused nor failed): %s",
+		first, last, last-first+1, strings.Join(parts, "; "))
 }
 
-type page struct {
-	Runs     []*runView
-	BySteps  bool
-	HasCalls bool
-}
-
-type runView struct {
-	Name, Run, Adapter, Version, Model, Stream, Census string
-	Rows                                               []attestRow
-	Ambient                                            []string
-	s                                                  *Stream
-	digest                                             string
-	lines                                              int
-	calls                                              []callRef // in the order they were requested
-	steps                                              []string  // each step.entered, in order
-}
-
-type timelineRow struct {
-	Seq          uint64
-	Name, Detail string
-}
-
-type attestRow struct{ Row, State, Text string }
-
-// callRef is where a tool call lies in its stream: the line that requested
-// it, and the last that decided it and that gave its result (n 0: none).
-type callRef struct {
-	requested, decided, result lineRef
-	step                       int // the step it was made in, -1 before any
-}
-
-type call struct {
-	Name, Input, Decision, Result string
-	Denied                        bool
-}
-
-// callRow is a step's header row (Step set) or one call per run.
-type callRow struct {
-	Index           int
-	Step            []string
-	Cells           []*call
-	FirstDivergence bool
-}
-
-func sameCall(a, b *call) bool {
-	return a != nil && b != nil && a.Name == b.Name && a.Decision == b.Decision
-}
-
-// call reads what the page shows of a call from its lines.
-func (v *runView) call(r callRef) (*call, error) {
+// cell reads call i of v from its lines.
+func (v *runView) cell(id string, i int, slowest bool) (*callCell, error) {
+	r := v.calls[i]
 	req, err := eventAt[*record.ToolRequested](v.s, r.requested, "tool.requested")
 	if err != nil {
 		return nil, err
 	}
-	c := &call{Name: req.Name, Input: clip(string(req.Input), 200), Decision: "none recorded", Result: "none recorded"}
+	c := &callCell{ID: callID(id, i), Name: req.Name, Badge: badge{r.dec.String(), r.dec.String()}, Asked: r.asked, Failed: r.failed, Slowest: slowest,
+		Input: clip(string(req.Input), 160), InputFull: indentJSON(req.Input, maxShown), Decision: "none recorded", Result: "none recorded"}
+	if len(req.Operations) > 0 {
+		c.Ops = strings.Join(req.Operations, ", ")
+		if len(req.Subjects) > 0 {
+			c.Ops += " on " + strings.Join(req.Subjects, ", ")
+		}
+	}
+	if from, to := v.on(r.from), v.on(r.to); v.byTime && to > from {
+		c.Took = fmtMS(to - from)
+	}
 	if r.decided.n > 0 {
 		e, err := eventAt[*record.ToolDecided](v.s, r.decided, "tool.decided")
 		if err != nil {
 			return nil, err
 		}
-		c.Decision, c.Denied = e.Decision.Decision+" by "+e.DecidedBy, e.Decision.Decision == record.Deny
+		c.By = "by " + e.DecidedBy
+		c.Decision = fmt.Sprintf("%s by %s at the %s seam", e.Decision.Decision, e.DecidedBy, e.Seam)
+		if e.LatencyMS != nil {
+			c.Decision += fmt.Sprintf(", in %d ms", *e.LatencyMS)
+		}
 		if e.Decision.Reason != "" {
 			c.Decision += ": " + e.Decision.Reason
+			c.Reason = clip(e.Decision.Reason, 200)
 		}
+		if e.Decision.Decision == record.Replace {
+			c.Decision += "; run with " + clip(string(e.Decision.Input), maxShown)
+		}
+	} else {
+		c.Reason = "no decision is recorded: the stream ends, or the call's turn closed, before one"
 	}
 	if r.result.n > 0 {
 		e, err := eventAt[*record.ToolResult](v.s, r.result, "tool.result")
 		if err != nil {
 			return nil, err
 		}
-		c.Result = clip(contentText(e.Content), 200)
+		c.Result = clip(contentText(e.Content), maxShown)
 		if e.IsError != nil && *e.IsError {
 			c.Result = "error: " + c.Result
 		}
@@ -233,81 +491,93 @@ func (v *runView) call(r callRef) (*call, error) {
 	return c, nil
 }
 
-// eventAt reads the event an earlier pass found at r again, which must
-// still be the name it was.
-func eventAt[T record.Event](s *Stream, r lineRef, name string) (T, error) {
-	var none T
-	l, err := s.lineAt(r.n, r.off, r.size)
-	if err != nil {
-		return none, err
+// maxShown bounds the text of an input or a result a call shows.
+const maxShown = 4000
+
+func indentJSON(raw json.RawMessage, n int) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return clip(string(raw), n)
 	}
-	e, ok := l.Event.(T)
-	if !ok {
-		return none, s.changed(fmt.Sprintf("line %d is no longer a %s", r.n, name))
-	}
-	return e, nil
+	return clip(b.String(), n)
 }
 
-// viewOf is the first pass over a run: everything the page shows of it but
-// its calls' text and its timeline.
-func viewOf(s *Stream) (*runView, error) {
-	v := &runView{Name: s.Name, Adapter: "?", Version: "?", Model: "?", Census: "not recorded", s: s}
-	var complete record.CompletenessCheck
-	byCall := map[string]int{}
+// The events a page lists one by one: all of them up to maxEventRows, else
+// the first headEvents and the last tailEvents, the rest counted.
+const (
+	maxEventRows = 1500
+	headEvents   = 1000
+	tailEvents   = 300
+)
+
+type nameCount struct {
+	Name string
+	N    int
+}
+
+type eventsHead struct {
+	ID, Run, Listed string
+	Total           int
+	Counts          []nameCount
+}
+
+type eventRow struct {
+	Seq                     uint64
+	At, Name, Detail, Class string
+}
+
+// writePageEvents writes a run's events as the second pass reads them, held
+// to the first pass's bytes.
+func writePageEvents(out io.Writer, t *template.Template, v *runView, id string) error {
+	head := eventsHead{ID: id, Run: v.run, Total: v.lines, Listed: fmt.Sprintf("every event, one by one (%d)", v.lines)}
+	for _, name := range slices.Sorted(maps.Keys(v.names)) {
+		head.Counts = append(head.Counts, nameCount{name, v.names[name]})
+	}
+	long := v.lines > maxEventRows
+	if long {
+		head.Listed = fmt.Sprintf("the first %d and the last %d of the %d events, one by one", headEvents, tailEvents, v.lines)
+	}
+	if err := t.ExecuteTemplate(out, "eventsHead", head); err != nil {
+		return err
+	}
+	var now int64
 	h := newDigest()
-	n, err := s.events(h, false, func(p *parsedLine) error {
-		n, off, line, l := p.n, p.off, p.line, p.l
-		v.Run = l.Run
-		complete.Add(l)
-		here := lineRef{n: n, off: off, size: len(line)}
+	n, err := v.s.events(h, false, func(p *parsedLine) error {
+		l := p.l
+		pt := pointOf(l, p.n, &now)
+		if long && p.n > headEvents && p.n <= v.lines-tailEvents {
+			if p.n == headEvents+1 {
+				return t.ExecuteTemplate(out, "eventSkip", fmt.Sprintf("events %d to %d are not listed one by one (%d events; the counts above hold them all)", headEvents+1, v.lines-tailEvents, v.lines-headEvents-tailEvents))
+			}
+			return nil
+		}
+		row := eventRow{Seq: l.Seq, At: v.at(v.on(pt)), Name: l.Name(), Detail: clip(detailOf(l.Event), 300)}
 		switch e := l.Event.(type) {
-		case *record.SessionStarted:
-			v.Adapter, v.Version, v.Model = e.Adapter, deref(e.HarnessVersion), deref(e.Model)
-			if h := e.Hermetic; h != nil {
-				for _, r := range h.Imposed {
-					v.Rows = append(v.Rows, attestRow{strings.ToUpper(r.Row), "imposed", r.How})
-				}
-				for _, r := range h.Declared {
-					v.Rows = append(v.Rows, attestRow{strings.ToUpper(r.Row), "declared", r.What})
-				}
-				for _, r := range h.Unavailable {
-					v.Rows = append(v.Rows, attestRow{strings.ToUpper(r.Row), "unavailable", r.Why})
-				}
-				v.Ambient = h.AmbientInputs
-			}
-		case *record.SessionEnded:
-			if e.Census != nil {
-				v.Census = fmt.Sprintf("allowed=%d denied=%d replaced=%d abstained=%d", e.Census.Allowed, e.Census.Denied, e.Census.Replaced, e.Census.Abstained)
-			}
-		case *record.ToolRequested:
-			if _, seen := byCall[e.CallID]; seen {
-				return nil // the vendor's record and the seam present one call twice
-			}
-			byCall[e.CallID] = len(v.calls)
-			v.calls = append(v.calls, callRef{requested: here, step: len(v.steps) - 1})
-		case *record.StepEntered:
-			v.steps = append(v.steps, fmt.Sprintf("%s/%s #%d, attempt %d", e.Step.Workflow, e.Step.State, e.Step.Index, e.Step.Attempt))
+		case *record.Warning:
+			row.Class = warnKinds[warnKindOf(e.Code)].class
 		case *record.ToolDecided:
-			if i, ok := byCall[e.CallID]; ok {
-				v.calls[i].decided = here
-			}
-		case *record.ToolResult:
-			if i, ok := byCall[e.CallID]; ok {
-				v.calls[i].result = here
+			if e.Decision.Decision == record.Deny {
+				row.Class = "d-denied"
 			}
 		}
-		return nil
+		return t.ExecuteTemplate(out, "event", row)
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	v.digest, v.lines = digestOf(h), n
-	c := complete.Result()
-	v.Stream = c.State
-	if c.Detail != "" {
-		v.Stream += ": " + c.Detail
+	if n != v.lines || digestOf(h) != v.digest {
+		return v.s.changed(fmt.Sprintf("%d lines, then %d", v.lines, n))
 	}
-	return v, nil
+	return t.ExecuteTemplate(out, "eventsTail", nil)
+}
+
+// pointOf is where line n is on the time axis, now being the last
+// timestamp read before it.
+func pointOf(l *record.EventLine, n int, now *int64) point {
+	if ms, ok := stamp(l); ok {
+		*now = ms
+	}
+	return point{line: int32(n), ms: *now}
 }
 
 func detailOf(ev record.Event) string {
@@ -352,6 +622,21 @@ func contentText(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// eventAt reads the event an earlier pass found at r again, which must
+// still be the name it was.
+func eventAt[T record.Event](s *Stream, r lineRef, name string) (T, error) {
+	var none T
+	l, err := s.lineAt(r.n, r.off, r.size)
+	if err != nil {
+		return none, err
+	}
+	e, ok := l.Event.(T)
+	if !ok {
+		return none, s.changed(fmt.Sprintf("line %d is no longer a %s", r.n, name))
+	}
+	return e, nil
+}
+
 func clip(s string, n int) string {
 	if r := []rune(s); len(r) > n {
 		return string(r[:n]) + "…"
@@ -366,74 +651,24 @@ func deref(s *string) string {
 	return *s
 }
 
+var (
+	//go:embed page/page.tmpl
+	pageSource string
+	//go:embed page/page.css
+	pageCSS string
+	//go:embed page/page.js
+	pageJS string
+)
+
+// csp is the page's Content-Security-Policy: nothing is loaded from
+// anywhere, and only the page's own script (by its digest) and inline
+// styles run.
+func csp() string {
+	sum := sha256.Sum256([]byte(pageJS))
+	return "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'; base-uri 'none'; form-action 'none'"
+}
+
 // pageTemplate is parsed on first use: only project --html needs it.
 var pageTemplate = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("page").Parse(pageSource))
 })
-
-// pageSource is the page in the pieces RenderHTML writes in turn: head,
-// a call row per call (and per step), middle, per run a timeline's head, an
-// event row per event and its tail, and the tail.
-const pageSource = `{{define "head"}}<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>metaharness — {{range $i, $r := .Runs}}{{if $i}} vs {{end}}{{$r.Run}}{{end}}</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse;width:100%;margin:.5em 0}
-th,td{border:1px solid #ccc;padding:.3em .5em;vertical-align:top;text-align:left}
-th{background:#f3f3f3}
-code{font:12px/1.3 ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
-.deny{background:#fdecea}.gap{background:#f6f6f6;color:#777;font-style:italic}
-tr.diverge td{border-top:3px solid #c62828}.mark{color:#c62828;font-weight:bold}
-.runs{display:grid;grid-template-columns:repeat({{len .Runs}},1fr);gap:1em}
-</style>
-</head>
-<body>
-<h1>metaharness — {{len .Runs}} run(s)</h1>
-<div class="runs">
-{{range .Runs}}<section>
-<table>
-<tr><th>file</th><td><code>{{.Name}}</code></td></tr>
-<tr><th>run</th><td>{{.Run}}</td></tr>
-<tr><th>adapter</th><td>{{.Adapter}} {{.Version}}</td></tr>
-<tr><th>model</th><td>{{.Model}}</td></tr>
-<tr><th>stream</th><td>{{.Stream}}</td></tr>
-<tr><th>census</th><td>{{.Census}}</td></tr>
-</table>
-</section>
-{{end}}</div>
-
-<h2>Tool calls{{if .BySteps}}, aligned by step{{else if eq (len .Runs) 2}}, aligned by call index{{end}}</h2>
-{{if .HasCalls}}<table>
-<tr><th>#</th>{{range .Runs}}<th>{{.Run}}</th>{{end}}</tr>
-{{end}}{{end}}{{define "call"}}<tr{{if .FirstDivergence}} class="diverge"{{end}}>{{if .Step}}<td>step{{if .FirstDivergence}} <span class="mark">first divergence</span>{{end}}</td>{{range .Step}}<th>{{.}}</th>{{end}}{{else}}<td>{{.Index}}{{if .FirstDivergence}} <span class="mark">first divergence</span>{{end}}</td>{{range .Cells}}{{if .}}<td{{if .Denied}} class="deny"{{end}}><b>{{.Name}}</b> <code>{{.Input}}</code><br>decision: {{.Decision}}<br>result: <code>{{.Result}}</code></td>{{else}}<td class="gap">no counterpart</td>{{end}}{{end}}{{end}}</tr>
-{{end}}{{define "middle"}}{{if .HasCalls}}</table>
-{{else}}<p>No tool call was requested.</p>
-{{end}}
-<h2>Attestation</h2>
-<div class="runs">
-{{range .Runs}}<section>
-{{if .Rows}}<table>
-<tr><th>row</th><th>state</th><th>how, why or what</th></tr>
-{{range .Rows}}<tr><td>{{.Row}}</td><td>{{.State}}</td><td>{{.Text}}</td></tr>
-{{end}}</table>
-{{else}}<p>No attestation in this stream.</p>
-{{end}}{{range .Ambient}}<p>ambient: {{.}}</p>
-{{end}}</section>
-{{end}}</div>
-
-<h2>Timeline</h2>
-<div class="runs">
-{{end}}{{define "timelineHead"}}<section>
-<table>
-<tr><th>seq</th><th>event</th><th>detail</th></tr>
-{{end}}{{define "event"}}<tr><td>{{.Seq}}</td><td>{{.Name}}</td><td><code>{{.Detail}}</code></td></tr>
-{{end}}{{define "timelineTail"}}</table>
-</section>
-{{end}}{{define "tail"}}</div>
-</body>
-</html>
-{{end}}`

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -161,87 +160,6 @@ func TestUnreadableLinesAreRefusedByNumber(t *testing.T) {
 	}
 }
 
-// TestGoldenPages pins the page for one run and for two side by side.
-func TestGoldenPages(t *testing.T) {
-	read := func(name string) *Stream {
-		data, err := os.ReadFile("testdata/streams/" + name + ".jsonl")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return StreamOf(name+".jsonl", data)
-	}
-	one := render(t, read("governed-run"))
-	golden(t, "testdata/golden/governed-run.html", one)
-	two := render(t, read("governed-run"), read("truncated-run"))
-	if n := strings.Count(string(two), "first divergence</span>"); n != 1 {
-		t.Errorf("%d first-divergence marks, want 1", n)
-	}
-	if !strings.Contains(string(two), `class="gap">no counterpart`) {
-		t.Error("a call with no counterpart is not an explicit gap row")
-	}
-	golden(t, "testdata/golden/governed-run-vs-truncated-run.html", two)
-	if err := RenderHTML(io.Discard); err == nil {
-		t.Error("a page of no run was rendered")
-	}
-}
-
-func render(t *testing.T, runs ...*Stream) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	if err := RenderHTML(&b, runs...); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
-
-// TestPageEscapesWhatTheModelSaid: text from the run is data, never markup.
-func TestPageEscapesWhatTheModelSaid(t *testing.T) {
-	var b bytes.Buffer
-	w := record.NewWriter(&b, "r")
-	_ = w.Emit(&record.Text{Text: `<script>alert(1)</script>`})
-	_ = w.Close(record.ReasonCompleted, nil)
-	page := render(t, StreamOf("x", b.Bytes()))
-	if strings.Contains(string(page), "<script>alert") {
-		t.Error("the model's text reached the page as markup")
-	}
-}
-
-// TestPageAlignsDrivenRunsByStep: two runs driven through steps line up
-// step by step, calls by index within a step; a step where they part is
-// the first divergence, and a call with no counterpart is a gap.
-func TestPageAlignsDrivenRunsByStep(t *testing.T) {
-	stream := func(run string, steps map[string][]string, order ...string) *Stream {
-		var b bytes.Buffer
-		w := record.NewWriter(&b, run)
-		n := 0
-		for i, st := range order {
-			_ = w.Emit(&record.StepEntered{Step: record.StepRef{Workflow: "w", State: st, Index: uint32(i + 1), Attempt: 1}})
-			for _, name := range steps[st] {
-				n++
-				_ = w.Emit(&record.ToolRequested{CallID: fmt.Sprint(n), Name: name, Input: json.RawMessage(`{}`), Seam: "hook"})
-			}
-		}
-		_ = w.Close(record.ReasonCompleted, nil)
-		return StreamOf(run, b.Bytes())
-	}
-	a := stream("a", map[string][]string{"plan": {"Read"}, "edit": {"Write"}}, "plan", "edit")
-	b := stream("b", map[string][]string{"plan": {"Read"}, "test": {"Bash", "Bash"}}, "plan", "test")
-	html := string(render(t, a, b))
-	for _, want := range []string{
-		"Tool calls, aligned by step",
-		`<tr><td>step</td><th>w/plan #1, attempt 1</th><th>w/plan #1, attempt 1</th></tr>`,
-		`<tr class="diverge"><td>step <span class="mark">first divergence</span></td><th>w/edit #2, attempt 1</th><th>w/test #2, attempt 1</th></tr>`,
-		`<td class="gap">no counterpart</td><td><b>Bash</b>`,
-	} {
-		if !strings.Contains(html, want) {
-			t.Errorf("the page lacks %q", want)
-		}
-	}
-	if n := strings.Count(html, "first divergence</span>"); n != 1 {
-		t.Errorf("%d first-divergence marks, want 1", n)
-	}
-}
-
 // TestTwoPathsOneDocument: a stream whose lines are not as the writer
 // writes them is decoded again on the second pass, a canonical one taken
 // from its bytes; both give the same document but for the digest of the
@@ -283,7 +201,7 @@ func TestLongAndChangedStreamsAreRefused(t *testing.T) {
 		flip.reads = 0
 		s := NewStream("s", flip, int64(len(good)))
 		if page {
-			err = RenderHTML(io.Discard, s)
+			err = RenderHTML(io.Discard, Run{Stream: s})
 		} else {
 			err = Project(io.Discard, s, Source{Format: record.EventFormat})
 		}
@@ -318,7 +236,7 @@ func (f *flipping) ReadAt(p []byte, off int64) (int, error) {
 // events, as project once did, is some 1,000).
 func TestMemoryDoesNotGrowWithTheStream(t *testing.T) {
 	live := func(n int, page bool) uint64 {
-		data, _ := benchStream(t, n)
+		data, _ := benchStream(t, n, 0)
 		s := StreamOf("s", data)
 		w := &heapWatch{}
 		w.sample() // the stream itself is live throughout: the baseline
@@ -326,7 +244,7 @@ func TestMemoryDoesNotGrowWithTheStream(t *testing.T) {
 		w.peak = 0
 		var err error
 		if page {
-			err = RenderHTML(w, s)
+			err = RenderHTML(w, Run{Stream: s})
 		} else {
 			err = Project(w, s, Source{Format: record.EventFormat})
 		}

@@ -1,17 +1,17 @@
 // Command auto-harness is the operator's tool for an Auto Harness fleet,
-// the control plane whose hosts run metaharness as a session's Command.
-// This package holds the command line and the exit codes only; the client
-// is package autoharness, the dispatch Action package autoharness/actions.
-//
-// Built so far: `auto-harness dispatch`, the work of the dispatch Action
-// (actions/dispatch/action.yml), reading its inputs from HARNESS_*
-// variables; and help.
+// the control plane whose hosts run metaharness as a session's Command:
+// one static binary for scripting and debugging a fleet from a shell (the
+// commands of the seed's CLI: api, whoami, doctor, host, repo,
+// service-account, session) and for the dispatch Action's work
+// (dispatch). This package holds the command line, the output and the exit
+// codes only; the client is package autoharness, the procedures of more
+// than one request autoharness/operator, the Action autoharness/actions.
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,77 +20,44 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/metaharness/metaharness/autoharness"
-	"github.com/metaharness/metaharness/autoharness/actions"
+	"github.com/alecthomas/kong"
+
+	"github.com/metaharness/metaharness/autoharness/operator"
 )
 
 // version is stamped by the build; "dev" otherwise.
 var version = "dev"
 
-// The exit codes: 0 done, 1 the control plane refused or did not answer in
-// time (or a waited drain did not succeed), 2 the command line or an input
-// was refused, before any request.
+// The exit codes: 0 done; 1 the control plane refused or did not answer,
+// or what was asked did not succeed (a doctor check, a waited session, a
+// smoke); 2 the command line, an input or the configuration was refused,
+// before any request.
 const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitRefused  = 2
-	usageSummary = `auto-harness - the operator's tool for an Auto Harness control plane
-
-Usage:
-  auto-harness dispatch              run the dispatch Action: create a session, or start,
-                                     read, wait for or release a session drain, from the
-                                     HARNESS_* variables (auto-harness dispatch --help)
-  auto-harness help | --help | -h    print this help
-  auto-harness --version             print the version
-
-Exit codes: 0 done; 1 the control plane refused or did not answer in time, or a
-waited drain did not succeed; 2 a usage error or a refused input (nothing was sent).
-`
-	dispatchUsage = `usage: auto-harness dispatch
-
-Runs one operation of the dispatch Action against an Auto Harness control plane.
-Every input is read from the environment (actions/dispatch/action.yml sets each
-from the Action input of the same name) and checked before any request is sent.
-
-  HARNESS_OPERATION                dispatch (the default), start-drain, get-drain,
-                                   wait-for-drain or release-drain
-  HARNESS_URL                      the control plane's https origin, optionally
-                                   ending in /api/v1 (required)
-  HARNESS_API_KEY                  the API key, sent as a bearer token (required)
-  HARNESS_REQUEST_TIMEOUT_SECONDS  each request's deadline, its answer's body
-                                   included (default 30, at most 300)
-  HARNESS_REPOSITORY_ID            the repository (required)
-
-dispatch creates a session:
-  HARNESS_PROMPT                   the task (required)
-  HARNESS_TARGET                   a JSON object naming what runs it: exactly one of
-                                   providerId, providerName, commandId, commandName
-  HARNESS_TIMEOUT                  the session's own bound in seconds (required)
-  HARNESS_FALLBACKS                a JSON array of targets tried in order
-  HARNESS_REF                      the git ref the session starts from
-  HARNESS_CONCURRENCY_ID           sessions of one identity run one at a time
-  HARNESS_METADATA                 a JSON object of string, number, boolean or
-                                   null values (at most 8192 bytes)
-
-start-drain cancels this key's own sessions of the repository and fences new ones:
-  HARNESS_IDEMPOTENCY_KEY          makes a repeated start answer with the same drain
-get-drain, wait-for-drain and release-drain name the drain:
-  HARNESS_SESSION_DRAIN_ID         the drain's operation id (required)
-wait-for-drain reads it until it ends, and succeeds only if it succeeded:
-  HARNESS_POLL_INTERVAL_SECONDS    between reads (default 5)
-  HARNESS_POLL_TIMEOUT_SECONDS     the whole wait's budget (default 900)
-
-An input another operation uses is refused, not ignored. The results are appended
-to GITHUB_OUTPUT (session-id, session-url, created; or operation-id, status,
-queued-count, running-count, cancelled-count, failure-code, status-url, terminal)
-and GITHUB_STEP_SUMMARY when they are set; under GITHUB_ACTIONS=true a session is
-announced by a ::notice line.
-`
+	exitOK      = 0
+	exitFailed  = 1
+	exitRefused = 2
 )
+
+// world is what an invocation reaches outside itself.
+type world struct {
+	env    map[string]string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	clock  operator.Clock
+	// randomHex is n random bytes in lower-case hex.
+	randomHex func(n int) (string, error)
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], processEnv(), os.Stdout, os.Stderr)
+	// After the first signal, a second one ends the process at once (a
+	// smoke's teardown is under way by then).
+	go func() { <-ctx.Done(); stop() }()
+	code := Main(ctx, os.Args[1:], &world{
+		env: processEnv(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		clock: operator.System, randomHex: randomHex,
+	})
 	stop()
 	os.Exit(code)
 }
@@ -106,54 +73,124 @@ func processEnv() map[string]string {
 	return env
 }
 
-// Main runs one command line with the environment env and returns the
-// exit code.
-func Main(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stdout, usageSummary)
-		return exitOK
+// randomHex is n bytes from the system's random source, in hex.
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
 	}
-	switch args[0] {
-	case "help", "--help", "-h":
-		fmt.Fprint(stdout, usageSummary)
-		return exitOK
-	case "--version":
-		fmt.Fprintln(stdout, "auto-harness", version)
-		return exitOK
-	case "dispatch":
-		switch {
-		case len(args) == 2 && (args[1] == "--help" || args[1] == "-h"):
-			fmt.Fprint(stdout, dispatchUsage)
-			return exitOK
-		case len(args) > 1:
-			fmt.Fprintf(stderr, "error: dispatch takes no arguments (received %d); it reads its inputs from HARNESS_* variables: auto-harness dispatch --help lists them\n", len(args)-1)
-			return exitRefused
-		}
-		return report(stderr, actions.Run(ctx, env, stdout, nil))
-	}
-	fmt.Fprintf(stderr, "error: unknown command %q\n\n%s", args[0], usageSummary)
-	return exitRefused
+	return hex.EncodeToString(b), nil
 }
 
-// report writes err as one error line (and the server's further details,
-// indented JSON, after it) and returns the exit code it means.
-func report(stderr io.Writer, err error) int {
-	var refused *actions.DispatchError
-	var failed *autoharness.Error
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &refused):
-		fmt.Fprintf(stderr, "error: %s (%s)\n", refused.Message, refused.Code)
-		return exitRefused
-	case errors.As(err, &failed):
-		fmt.Fprintf(stderr, "error: %s\n", failed)
-		var b bytes.Buffer
-		if extra := failed.Extra(); extra != nil && json.Indent(&b, extra, "", "  ") == nil {
-			fmt.Fprintln(stderr, b.String())
-		}
-		return exitFailed
+// Main runs one command line in w and returns the exit code.
+func Main(ctx context.Context, args []string, w *world) int {
+	if err := refuseKeyOnArgv(args); err != nil {
+		return report(w.stderr, err)
 	}
-	fmt.Fprintf(stderr, "error: %s\n", err)
-	return exitFailed
+	if len(args) == 0 {
+		fmt.Fprint(w.stdout, usage)
+		return exitOK
+	}
+	var c cli
+	kctx, code, err := parse(&c, args, w)
+	if kctx == nil {
+		if err != nil {
+			return report(w.stderr, err)
+		}
+		return code // help or --version
+	}
+	a := &app{ctx: ctx, w: w, g: &c.globals}
+	if err := refuseBlankValues(kctx); err != nil {
+		return report(w.stderr, err)
+	}
+	cmd, ok := kctx.Selected().Target.Addr().Interface().(command)
+	if !ok {
+		return report(w.stderr, fmt.Errorf("internal: command %q has no run method", kctx.Command()))
+	}
+	return report(w.stderr, cmd.run(a))
+}
+
+// command is implemented by every leaf command.
+type command interface {
+	run(a *app) error
+}
+
+// refuseKeyOnArgv refuses an API key on the command line, before anything
+// else reads it, naming the flag alone.
+func refuseKeyOnArgv(args []string) error {
+	for _, arg := range args {
+		if arg == "--api-key" || strings.HasPrefix(arg, "--api-key=") {
+			return usageErrorf("--api-key is not accepted on the command line (it would leak into `ps` output and shell history); set HARNESS_API_KEY instead, or point --api-key-file / HARNESS_API_KEY_FILE at a file")
+		}
+	}
+	return nil
+}
+
+// helpExit carries kong's exit request (after --help or --version) out of
+// the parser without ending the process.
+type helpExit int
+
+// parse runs kong; a nil context means the invocation is over: after help
+// or --version (code set), or on a usage error (err set).
+func parse(c *cli, args []string, w *world) (kctx *kong.Context, code int, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h, ok := r.(helpExit)
+			if !ok {
+				panic(r)
+			}
+			kctx, code, err = nil, int(h), nil
+		}
+	}()
+	parser, err := kong.New(c,
+		kong.Name("auto-harness"),
+		kong.Description("The operator's tool for an Auto Harness control plane."),
+		kong.Writers(w.stdout, w.stderr),
+		kong.Exit(func(code int) { panic(helpExit(code)) }),
+		kong.Help(printHelp),
+		kong.Vars{"version": "auto-harness " + version},
+		// A value may begin with "-" (--prompt "--help me"), as the seed's
+		// grammar has it.
+		kong.WithHyphenPrefixedParameters(true),
+	)
+	if err != nil {
+		return nil, exitRefused, fmt.Errorf("internal: building the command line: %w", err)
+	}
+	kctx, err = parser.Parse(args)
+	if err != nil {
+		// The help to see is that of the command the parse got to.
+		where := "auto-harness"
+		var pe *kong.ParseError
+		if errors.As(err, &pe) && pe.Context != nil {
+			for _, p := range pe.Context.Path {
+				if p.Command != nil {
+					where += " " + p.Command.Name
+				}
+			}
+		}
+		return nil, exitRefused, usageErrorf("%v; see %s --help", err, where)
+	}
+	return kctx, exitOK, nil
+}
+
+// printHelp prints the whole usage for the binary, dispatch's own, and
+// kong's help of any other command (its flags, the globals among them).
+func printHelp(o kong.HelpOptions, kctx *kong.Context) error {
+	switch kctx.Command() {
+	case "", "help":
+		fmt.Fprint(kctx.Stdout, usage)
+		return nil
+	case "dispatch":
+		fmt.Fprint(kctx.Stdout, dispatchUsage)
+		return nil
+	}
+	return kong.DefaultHelpPrinter(o, kctx)
+}
+
+// helpCmd is `auto-harness help`.
+type helpCmd struct{}
+
+func (helpCmd) run(a *app) error {
+	fmt.Fprint(a.w.stdout, usage)
+	return nil
 }

@@ -6,12 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/conformance"
 	"github.com/metaharness/metaharness/exit"
 	"github.com/metaharness/metaharness/internal/inputfile"
 	"github.com/metaharness/metaharness/internal/newfile"
+	"github.com/metaharness/metaharness/launcher"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/launcher/kinds"
 	"github.com/metaharness/metaharness/record"
@@ -19,11 +23,12 @@ import (
 )
 
 type projectCmd struct {
-	Events []string `arg:"" name:"EVENTS" help:"The event stream to project; with --html a second one is shown beside it."`
-	To     string   `default:"trace-ir" help:"The document format: trace-ir, the only one (the default)."`
-	Out    string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
-	HTML   string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet)." type:"path"`
-	From   string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation), gemini-stream-json (Gemini CLI's stream-json) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
+	Events      []string `arg:"" name:"EVENTS" help:"The event stream to project; with --html a second one is shown beside it."`
+	To          string   `default:"trace-ir" help:"The document format: trace-ir, the only one (the default)."`
+	Out         string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
+	HTML        string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet): the verdict first, the attestation's rows, a timeline, the model requests, the warnings, the tool calls and the events; two runs side by side, their differences marked."`
+	Attestation []string `name:"attestation" sep:"none" placeholder:"FILE" help:"With --html: the run's attestation document (run --attestation FILE), which holds the verdicts, the exit code and the loopback proxy's records; given once per EVENTS, each matched to the stream of its run. A stream named metaharness-events.jsonl (--records-dir) is paired with the metaharness-attestation.json beside it unless this names one." type:"path"`
+	From        string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation), gemini-stream-json (Gemini CLI's stream-json) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
 }
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {
@@ -37,6 +42,12 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "two streams were given without --html; a trace-ir document is made of one stream, a page (--html PAGE) shows two side by side")
 	case len(c.Events) == 2 && c.Out != "":
 		return exit.Refused, exit.Refuse(RefuseViewerColumnCount, "--out writes one stream's document, and two streams were given; drop --out, or project each stream on its own")
+	}
+	if len(c.Attestation) > 0 && c.HTML == "" {
+		return exit.Refused, exit.Refuse(RefuseAttestationWithoutHTML, "--attestation %s is shown on a page, and no --html names one; add --html PAGE, or drop --attestation (a trace-ir document is made of the stream alone)", c.Attestation[0])
+	}
+	if len(c.Attestation) > len(c.Events) {
+		return exit.Refused, exit.Refuse(RefuseAttestationUnmatched, "%d attestation documents were given for %d stream(s); give at most one per EVENTS", len(c.Attestation), len(c.Events))
 	}
 	var from kind.Replayer
 	if c.From != "" {
@@ -56,7 +67,11 @@ func (c *projectCmd) run(e *env) (exit.Code, error) {
 		streams, sources = append(streams, s), append(sources, src)
 	}
 	if c.HTML != "" {
-		err := writeNew(c.HTML, "--html", func(w io.Writer) error { return traceir.RenderHTML(w, streams...) })
+		runs, err := c.pageRuns(streams)
+		if err != nil {
+			return exit.Refused, err
+		}
+		err = writeNew(c.HTML, "--html", func(w io.Writer) error { return traceir.RenderHTML(w, runs...) })
 		if err != nil {
 			return exit.Refused, err
 		}
@@ -106,6 +121,67 @@ func (c *projectCmd) open(path string, from kind.Replayer) (*traceir.Stream, tra
 	}
 	src.Format, src.Digest = c.From, hex.EncodeToString(sum[:])
 	return traceir.StreamOf(path, events), src, func() {}, nil
+}
+
+// pageRuns pairs each stream with its run's attestation document: the one
+// --attestation names whose run is the stream's (in the order given, when
+// both streams are one run's), else the metaharness-attestation.json a
+// run's records directory keeps beside its metaharness-events.jsonl.
+func (c *projectCmd) pageRuns(streams []*traceir.Stream) ([]traceir.Run, error) {
+	runs := make([]traceir.Run, len(streams))
+	ids := make([]string, len(streams))
+	for i, s := range streams {
+		runs[i].Stream = s
+		id, err := s.RunID()
+		if err != nil {
+			return nil, err
+		}
+		ids[i] = id
+	}
+	for _, path := range c.Attestation {
+		doc, err := readAttestation(path)
+		if err != nil {
+			return nil, err
+		}
+		i := 0
+		for i < len(runs) && (runs[i].Attestation != nil || ids[i] != doc.Run) {
+			i++
+		}
+		if i == len(runs) {
+			return nil, exit.Refuse(RefuseAttestationUnmatched, "--attestation %s is the attestation of run %s, and no EVENTS given (%s) is that run's stream, or its stream has one already; give each stream its own run's attestation", path, doc.Run, strings.Join(ids, ", "))
+		}
+		runs[i].Attestation, runs[i].AttestationName = doc, path
+	}
+	for i, s := range streams {
+		if runs[i].Attestation != nil || filepath.Base(s.Name) != launcher.ArtifactEvents {
+			continue
+		}
+		path := filepath.Join(filepath.Dir(s.Name), launcher.ArtifactAttestation)
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		doc, err := readAttestation(path)
+		if err != nil {
+			return nil, err
+		}
+		if doc.Run != ids[i] {
+			return nil, exit.Refuse(RefuseAttestationUnmatched, "%s is the attestation of run %s, and the stream beside it, %s, is run %s's; name the run's own with --attestation FILE", path, doc.Run, s.Name, ids[i])
+		}
+		runs[i].Attestation, runs[i].AttestationName = doc, path
+	}
+	return runs, nil
+}
+
+func readAttestation(path string) (*attest.Document, error) {
+	data, err := inputfile.Read(path, traceir.MaxAttestationBytes)
+	if err != nil {
+		return nil, exit.Within(RefuseAttestationUnreadable, err, "%v; name the run's attestation document (run --attestation FILE), a regular file", err)
+	}
+	doc, err := traceir.ReadAttestation(path, data)
+	if err != nil {
+		return nil, exit.Within(RefuseAttestationUnreadable, err, "%v; name the run's attestation document (run --attestation FILE) as the run wrote it", err)
+	}
+	return doc, nil
 }
 
 func unreadable(err error) error {

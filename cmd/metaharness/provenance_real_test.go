@@ -167,6 +167,22 @@ func traceAndStatement(t *testing.T, o *operator, up *scripted.Server, watch *se
 	if bytes.Contains(b, []byte(watch.token)) || bytes.Contains(b, []byte(watch.placeholder)) {
 		t.Error("the statement holds the token or the placeholder")
 	}
+
+	// The run page, made of the stream and the attestation, holds neither
+	// either; it shows the run's verdict and its call.
+	page := filepath.Join(out, "page.html")
+	if outb, err := o.metaharness("project", "--html", page, "--attestation", att, events); err != nil {
+		t.Fatalf("project --html: %v\n%s", err, outb)
+	}
+	pb, _ := os.ReadFile(page)
+	if bytes.Contains(pb, []byte(watch.token)) || bytes.Contains(pb, []byte(watch.placeholder)) {
+		t.Error("the run page holds the token or the placeholder")
+	}
+	for _, want := range []string{`data-fact="control verdict"><span class="badge s-ok">`, `<dd data-fact="exit code">0: `, `data-decision="allowed"`} {
+		if !bytes.Contains(pb, []byte(want)) {
+			t.Errorf("the run page lacks %q", want)
+		}
+	}
 	var doc struct {
 		Telemetry *record.Telemetry `json:"telemetry"`
 	}

@@ -165,29 +165,13 @@ func TestRunCodexUnconfinedCommandsCannotAskTheModel(t *testing.T) {
 // (which a frame admitting the shell, or an embedder, allows).
 func runCodexReach(t *testing.T, mode, command string, more ...string) (*runResult, *scripted.Server, string) {
 	t.Helper()
-	o := newCodexOperator(t, randomToken("sk-test-REAL-"))
 	input, _ := json.Marshal(map[string]string{"cmd": command, "sandbox_permissions": "require_escalated", "justification": "the test asks"})
 	up := scripted.NewOpenAIServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: input}},
 		{Text: "DONE"},
 	}})
-	t.Cleanup(up.Close)
-	args := append([]string{"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN", "--model", "gpt-5.5",
-		"--cwd", o.tree, "--scratch-cwd", "--decisions", mode, "--audit", "-p", "go"}, more...)
-	var answer func(ev *record.EventLine, stdin func(string))
-	switch mode {
-	case "frame":
-		args = append(args, "--frame", o.sealFrame("shell"))
-	case "ask":
-		answer = allowEveryCall
-	}
-	res := o.run(answer, args...)
-	results := modelSaw(up)
-	if len(results) == 0 {
-		t.Fatalf("the model saw no tool result\n%s", res.stderr)
-	}
-	t.Logf("the command printed:\n%s", results[0])
-	return res, up, results[0]
+	res, out := reachOnce(t, newCodexOperator(t, randomToken("sk-test-REAL-")), up, mode, append([]string{"--model", "gpt-5.5"}, more...)...)
+	return res, up, out
 }
 
 // codexReachHeld: the agent's own model request never reached the
@@ -210,16 +194,24 @@ func codexReachHeld(t *testing.T, res *runResult, up *scripted.Server) {
 }
 
 // runReach runs Claude Code once in the mode with one Bash call of command
-// (a frame admitting the shell under frame, an embedder allowing every call
-// under ask) and returns the run, its upstream and what the command printed.
+// and returns the run, its upstream and what the command printed.
 func runReach(t *testing.T, o *operator, mode, command string, more ...string) (*runResult, *scripted.Server, string) {
 	t.Helper()
-	o.write("notes.md", "notes\n")
 	up := scripted.NewAnthropicServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "Bash", Input: json.RawMessage(`{"command":` + strconvQuote(command) + `}`)}},
 		{Text: "DONE"},
 	}})
+	res, out := reachOnce(t, o, up, mode, more...)
+	return res, up, out
+}
+
+// reachOnce runs o's kind once on up in the mode (a frame admitting the
+// shell under frame, an embedder allowing every call under ask), audited,
+// in o's tree, and returns the run and what its one command printed.
+func reachOnce(t *testing.T, o *operator, up *scripted.Server, mode string, more ...string) (*runResult, string) {
+	t.Helper()
 	t.Cleanup(up.Close)
+	o.write("notes.md", "notes\n")
 	args := append([]string{"--credentials", "loopback", "--model-endpoint", up.URL(), "--token-env", "MH_TEST_TOKEN",
 		"--cwd", o.tree, "--scratch-cwd", "--decisions", mode, "--audit", "-p", "go"}, more...)
 	var answer func(ev *record.EventLine, stdin func(string))
@@ -235,7 +227,7 @@ func runReach(t *testing.T, o *operator, mode, command string, more ...string) (
 		t.Fatalf("the model saw no tool result\n%s", res.stderr)
 	}
 	t.Logf("the command printed:\n%s", results[0])
-	return res, up, results[0]
+	return res, results[0]
 }
 
 // allowEveryCall is an embedder that allows every call it is asked about.

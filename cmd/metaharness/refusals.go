@@ -18,4 +18,9 @@ const (
 	RefusePromptNotUTF8      exit.Name = "prompt-not-utf8"
 	RefuseVerifyAlone        exit.Name = "verify-alone"
 	RefuseKeyWithoutVerify   exit.Name = "key-without-verify"
+	// project --attestation: given without --html, naming a run none of
+	// the streams is, or not an attestation document.
+	RefuseAttestationWithoutHTML exit.Name = "attestation-without-html"
+	RefuseAttestationUnmatched   exit.Name = "attestation-unmatched"
+	RefuseAttestationUnreadable  exit.Name = "attestation-unreadable"
 )

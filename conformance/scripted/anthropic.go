@@ -35,6 +35,13 @@ func (anthropic) parse(body []byte, req *Request) {
 	for _, t := range b.Tools {
 		req.Tools = append(req.Tools, t.Name)
 	}
+	for _, m := range b.Messages {
+		if m.Role == "user" {
+			if t := textOf(m.Content); strings.TrimSpace(t) != "" {
+				req.UserTexts = append(req.UserTexts, t)
+			}
+		}
+	}
 	if len(b.Messages) == 0 {
 		return
 	}

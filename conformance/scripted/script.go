@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 )
 
@@ -33,6 +34,12 @@ type Script struct {
 	// past the turns: an upstream that keeps failing, however often the
 	// client retries.
 	FinalError *ErrorTurn `json:"final_error,omitempty"`
+	// FinalFrom, when set, is a regular expression with one group: a
+	// request past the turns is answered with the group's text as found in
+	// the last of the request's user texts that it matches (a smoke test's
+	// "Reply with exactly: X" answered with X, which no fixed script
+	// knows); a request none of whose texts matches gets Final.
+	FinalFrom string `json:"final_from,omitempty"`
 }
 
 // Turn is one model answer: text, a tool call, both (text first), or an
@@ -133,7 +140,38 @@ func ParseScript(data []byte) (Script, error) {
 			return Script{}, fmt.Errorf("final_error: %w", err)
 		}
 	}
+	if s.FinalFrom != "" {
+		if _, err := s.finalFrom(); err != nil {
+			return Script{}, err
+		}
+	}
 	return s, nil
+}
+
+// finalFrom compiles FinalFrom, nil when it is unset.
+func (s Script) finalFrom() (*regexp.Regexp, error) {
+	if s.FinalFrom == "" {
+		return nil, nil
+	}
+	re, err := regexp.Compile(s.FinalFrom)
+	if err != nil {
+		return nil, fmt.Errorf("final_from: %w", err)
+	}
+	if re.NumSubexp() != 1 {
+		return nil, fmt.Errorf("final_from %q must have exactly one group, the text answered", s.FinalFrom)
+	}
+	return re, nil
+}
+
+// answerFrom is the text re's group finds in the last of texts it
+// matches, and whether one matched.
+func answerFrom(re *regexp.Regexp, texts []string) (string, bool) {
+	for i := len(texts) - 1; i >= 0; i-- {
+		if m := re.FindStringSubmatch(texts[i]); m != nil {
+			return m[1], true
+		}
+	}
+	return "", false
 }
 
 func decodeStrict(data []byte, v any) error {

@@ -19,13 +19,15 @@ import (
 // refused with the reason its name promises.
 func TestScriptVectors(t *testing.T) {
 	want := map[string]string{
-		"fail_unknown_field.json":         `unknown field "txt"`,
-		"fail_empty_turn.json":            "turn 1: a turn needs text, a tool_call or an error",
-		"fail_error_with_text.json":       "an error turn carries nothing else",
-		"fail_error_status_range.json":    "error status 200 is not between 400 and 599",
-		"fail_tool_input_not_object.json": "input must be a JSON object",
-		"fail_tool_without_name.json":     "tool_call needs a name",
-		"fail_trailing_data.json":         "trailing data",
+		"fail_unknown_field.json":           `unknown field "txt"`,
+		"fail_empty_turn.json":              "turn 1: a turn needs text, a tool_call or an error",
+		"fail_error_with_text.json":         "an error turn carries nothing else",
+		"fail_error_status_range.json":      "error status 200 is not between 400 and 599",
+		"fail_tool_input_not_object.json":   "input must be a JSON object",
+		"fail_tool_without_name.json":       "tool_call needs a name",
+		"fail_trailing_data.json":           "trailing data",
+		"fail_final_from_no_group.json":     `final_from "Reply with exactly: \\S+" must have exactly one group, the text answered`,
+		"fail_final_from_not_a_regexp.json": "final_from: error parsing regexp: missing closing )",
 	}
 	files, _ := filepath.Glob("testdata/scripts/*.json")
 	if len(files) == 0 {
@@ -151,6 +153,31 @@ func TestAnthropicScript(t *testing.T) {
 	}
 	if d := cmp.Diff([]ToolResult{{CallID: "toolu_0001", Content: "hi there"}}, reqs[1].ToolResults); d != "" {
 		t.Fatalf("tool results: %s", d)
+	}
+}
+
+// TestFinalFromPrompt: past its turns, a script with final_from answers
+// each request with what its group finds in the request's last matching
+// user text (a string content, or its text blocks), and Final when no
+// text matches.
+func TestFinalFromPrompt(t *testing.T) {
+	s, err := LoadScript("testdata/scripts/good_final_from_prompt.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := func(ev []event) any { return ev[2].data["delta"].(map[string]any)["text"] }
+	a := NewAnthropicServer(s)
+	defer a.Close()
+	url := a.URL() + "/v1/messages"
+	if _, ev := post(t, url, nil, `{"stream":true,"messages":[{"role":"user","content":"Reply with exactly: AH_1"}]}`); text(ev) != "first" {
+		t.Fatalf("the turn: %v", text(ev))
+	}
+	_, ev := post(t, url, nil, `{"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"<system-reminder>x</system-reminder>"},{"type":"text","text":"Reply with exactly: AH_SMOKE_0A1B"}]}]}`)
+	if text(ev) != "AH_SMOKE_0A1B" {
+		t.Fatalf("past the turns, with the prompt: %v", text(ev))
+	}
+	if _, ev := post(t, url, nil, `{"stream":true,"messages":[{"role":"user","content":"something else"}]}`); text(ev) != "no marker here" {
+		t.Fatalf("past the turns, no match: %v", text(ev))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -121,6 +122,8 @@ type Server struct {
 	d      dialect
 	script Script
 	opts   options
+	// finalFrom is the script's FinalFrom, compiled.
+	finalFrom *regexp.Regexp
 
 	mu   sync.Mutex
 	next int
@@ -135,6 +138,11 @@ func newServer(d dialect, s Script, opts []Option) *Server {
 	if srv.script.Final == "" {
 		srv.script.Final = DefaultFinal
 	}
+	re, err := s.finalFrom()
+	if err != nil {
+		panic("scripted: " + err.Error()) // ParseScript refuses it; a script built in Go is a test's own bug
+	}
+	srv.finalFrom = re
 	h := http.HandlerFunc(srv.serve)
 	if srv.opts.tls {
 		srv.ts = httptest.NewTLSServer(h)
@@ -306,6 +314,11 @@ func (s *Server) take(req *Request) Turn {
 	req.Turn = PastEnd
 	if s.script.FinalError != nil {
 		return Turn{Error: s.script.FinalError}
+	}
+	if s.finalFrom != nil {
+		if text, ok := answerFrom(s.finalFrom, req.UserTexts); ok && text != "" {
+			return Turn{Text: text}
+		}
 	}
 	return Turn{Text: s.script.Final}
 }

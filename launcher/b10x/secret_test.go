@@ -159,10 +159,17 @@ func TestDoctorAsksTheSecretStoreTheLoopWouldReach(t *testing.T) {
 	}
 }
 
+// rowHow is row's words in a, imposed or, where a bound did not hold,
+// withdrawn as unavailable with the launch's words kept.
 func rowHow(a *record.Attestation, row string) string {
 	for _, r := range a.Imposed {
 		if r.Row == row {
 			return r.How
+		}
+	}
+	for _, r := range a.Unavailable {
+		if r.Row == row {
+			return r.Why
 		}
 	}
 	return ""

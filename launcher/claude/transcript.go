@@ -52,6 +52,8 @@ func (r *Reader) Read(raw []byte) []kind.Item {
 		out = r.assistant(raw)
 	case "user":
 		out = r.user(raw)
+	case "attachment":
+		out = r.attachment(raw)
 	case "rate_limit_event":
 		out = r.rateLimit(raw)
 	case "result":
@@ -307,6 +309,56 @@ func (r *Reader) user(raw []byte) []record.Event {
 		}
 	}
 	return out
+}
+
+// attachment reads a line carrying something into the model's context
+// beside the conversation (a queued command, another session's message):
+// its text is recorded as an injection, origin the attachment's type, and
+// never only as an opaque line's digest. One with no text of its own stays
+// opaque.
+func (r *Reader) attachment(raw []byte) []record.Event {
+	var v struct {
+		Attachment struct {
+			Type    string          `json:"type"`
+			Prompt  json.RawMessage `json:"prompt"`
+			Content json.RawMessage `json:"content"`
+		} `json:"attachment"`
+	}
+	if jsonscan.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	a := v.Attachment
+	origin := "attachment"
+	if a.Type != "" {
+		origin += ":" + a.Type
+	}
+	var out []record.Event
+	for _, field := range []json.RawMessage{a.Prompt, a.Content} {
+		if text := textOf(field); text != "" {
+			out = append(out, &record.Injection{Text: text, Origin: &origin})
+		}
+	}
+	return out
+}
+
+// textOf is a JSON value's text: a string, or the text blocks of a
+// content array joined; "" for anything else.
+func textOf(v json.RawMessage) string {
+	var s string
+	if jsonscan.Unmarshal(v, &s) == nil {
+		return s
+	}
+	var blocks []contentBlock
+	if jsonscan.Unmarshal(v, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" && b.Text != nil {
+			parts = append(parts, *b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
 
 func (r *Reader) rateLimit(raw []byte) []record.Event {

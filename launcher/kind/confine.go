@@ -11,6 +11,7 @@ import (
 
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
+	"github.com/metaharness/metaharness/internal/treepath"
 )
 
 // callerSecrets are the caller's credential files and directories, relative
@@ -62,7 +63,7 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 		UID:        w.UID, GID: w.GID,
 		Fresh:    slices.Clone(freshRoots),
 		ReadOnly: append([]string{w.Binary, w.Self, w.Scratch}, readOnly...),
-		Writable: append([]string{filepath.Join(w.Scratch, "home"), filepath.Join(w.Scratch, "tmp"), cwd}, dirs...),
+		Writable: []string{},
 		Covered:  []string{},
 
 		FreshBytes: confine.DefaultFreshBytes,
@@ -71,8 +72,20 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	if w.Controls.Seccomp {
 		c.DenySyscalls = slices.Clone(confine.DeniedSyscalls)
 	}
+	// What the child may write: the launch's own scratch directories on
+	// one bounded tmpfs (seeded with what the launch put there), anything
+	// else (the operator's --cwd, a kind's cgroup root) bound back as it is.
+	for _, d := range append([]string{filepath.Join(w.Scratch, "home"), filepath.Join(w.Scratch, "tmp"), cwd}, dirs...) {
+		if w.Scratch != "" && strings.HasPrefix(d, strings.TrimSuffix(w.Scratch, "/")+"/") {
+			c.Seeded = append(c.Seeded, d)
+		} else {
+			c.Writable = append(c.Writable, d)
+		}
+	}
 	if w.Controls.Cgroup != "" {
 		c.Cgroup = &confine.Cgroup{Parent: w.Controls.Cgroup, MemoryMax: confine.DefaultMemoryMax, PidsMax: confine.DefaultPidsMax}
+	} else {
+		c.NprocMax = confine.DefaultPidsMax // it binds every caller but the host's root (Controls.Nproc)
 	}
 	home := w.Env["HOME"]
 	if home != "" && filepath.IsAbs(home) && filepath.Clean(home) != "/" {
@@ -104,7 +117,10 @@ func Confinement(spec *Spec, w *World, dirs []string, readOnly ...string) *confi
 	for _, p := range spec.Hide {
 		c.Covered = append(c.Covered, filepath.Clean(p))
 	}
-	bindGit(c, w.Git)
+	// What the user's other live runs keep (their token files, signing
+	// keys, records): no child reads another run's custody.
+	c.Covered = append(c.Covered, w.OthersCustody...)
+	bindGit(c, w)
 	if w.ProxyAddr != "" {
 		c.Namespaces = append(c.Namespaces, confine.Net)
 		c.Listen, c.GateListen = w.ProxyAddr, w.GateAddr
@@ -201,11 +217,23 @@ func AttestConfinement(claim *attest.Claim, c *confine.Spec, spec *Spec, w *Worl
 	if spec.Credentials == CredentialsLoopback {
 		h4 += tokenWords(spec, w)
 	}
-	claimGit(claim, w.Git)
+	claimGit(claim, w)
 	claim.Enforce(attest.H4, h4)
 	claim.Enforce(attest.H6, "enforced in the child's mount view: hidden (empty, read-only) "+strings.Join(c.Hidden, ", ")+
 		"; fresh "+strings.Join(c.Fresh, ", ")+"; covered (read as empty, even inside a bound tree) "+coveredWords(c.Covered, w.Env["HOME"])+
-		"; writable only "+strings.Join(c.Writable, ", ")+"; the rest of / read-only; "+boundWords(c, w))
+		"; writable only "+writableWords(c)+"; the rest of / read-only; "+boundWords(c, w))
+	if len(w.OthersCustody) > 0 {
+		claim.Add(attest.H6, fmt.Sprintf("; what the user's %d other live run(s) keep (token files, signing keys, records) is covered too (the registry of live runs in the runtime directory)", len(w.OthersCustody)))
+	}
+	if why, credential := exposed(spec, w); why != "" {
+		if credential {
+			claim.Withdraw(attest.H4, why)
+		}
+		claim.Withdraw(attest.H6, why)
+	} else if why := unbounded(c, w); why != "" {
+		// A bound that does not hold is a gap, not a sentence under ok.
+		claim.Withdraw(attest.H6, why)
+	}
 	claim.Enforce(attest.H13, kernelWords(c, w))
 	if c.Has(confine.Net) {
 		claim.Enforce(attest.H12, "enforced: the child's network namespace has only lo, where the loopback proxy listens at "+c.Listen+" as its one way out, so a direct connection to any other address fails in the kernel")
@@ -262,14 +290,59 @@ func commandRuleWords(r *confine.SandboxRules) string {
 	return out
 }
 
+// exposed says what this run keeps that the child of a run started
+// before it can read (w.CustodyExposed), "" when every live run's view
+// hides it all (a child already running cannot be given more to hide),
+// and whether the real token or the signing key is among it.
+func exposed(spec *Spec, w *World) (why string, credential bool) {
+	if len(w.CustodyExposed) == 0 {
+		return "", false
+	}
+	for _, p := range []string{spec.TokenFile, spec.SignKey} {
+		credential = credential || p != "" && slices.Contains(w.CustodyExposed, treepath.Real(p))
+	}
+	return "the child of another live run of this user, started before this one, can read " + strings.Join(w.CustodyExposed, ", ") +
+		" (its view does not hide it, and a run covers only what the runs registered before it keep): keep a --token-file, --sign-key and records where every view hides them (under HOME, or the runtime directory), or pass the token on --token-fd", credential
+}
+
+// writableWords lists what the child may write: the seeded directories
+// with their shared bound, then the rest.
+func writableWords(c *confine.Spec) string {
+	var parts []string
+	if len(c.Seeded) > 0 {
+		parts = append(parts, strings.Join(c.Seeded, ", ")+fmt.Sprintf(" (on one fresh tmpfs of %d MiB they share, seeded with what the launch put there; the disk's copies are never written)", c.FreshBytes>>20))
+	}
+	if len(c.Writable) > 0 {
+		parts = append(parts, strings.Join(c.Writable, ", "))
+	}
+	return strings.Join(parts, ", and ")
+}
+
 // boundWords say, for H6, how much the child may hold: the fresh tmpfs
-// sizes, and memory and pids where the host delegates a cgroup.
+// sizes, and memory and processes where the host lets them be bounded.
 func boundWords(c *confine.Spec, w *World) string {
 	out := fmt.Sprintf("each fresh tmpfs holds at most %d MiB, /dev/shm %d MiB", c.FreshBytes>>20, c.ShmBytes>>20)
-	if c.Cgroup != nil {
+	switch {
+	case c.Cgroup != nil:
 		return out + fmt.Sprintf("; the child's tree is bounded by cgroup v2 below %s: memory.max %d MiB, pids.max %d", c.Cgroup.Parent, c.Cgroup.MemoryMax>>20, c.Cgroup.PidsMax)
+	case w.Controls.Nproc:
+		return out + fmt.Sprintf("; the vendor's tree is bounded to %d processes and threads (RLIMIT_NPROC, which nothing in it can raise)", c.NprocMax)
 	}
-	return out + "; no memory or pid bound: " + orUnprobed(w.Controls.CgroupWhy)
+	return out
+}
+
+// unbounded says why the child's tree is not bounded in memory or in
+// processes, "" when both hold: without a delegated cgroup v2 nothing
+// bounds its memory, and RLIMIT_NPROC binds no child of the host's root.
+func unbounded(c *confine.Spec, w *World) string {
+	if c.Cgroup != nil {
+		return ""
+	}
+	why := "no memory bound holds (" + orUnprobed(w.Controls.CgroupWhy) + ")"
+	if !w.Controls.Nproc {
+		why += ", and no process bound either (" + orUnprobed(w.Controls.NprocWhy) + ")"
+	}
+	return why + ": the child's tree can take as much of the host's memory" + map[bool]string{true: "", false: " and as many processes"}[w.Controls.Nproc] + " as the host gives the caller"
 }
 
 // orUnprobed is why a control does not hold, or that the probe did not say.

@@ -25,15 +25,18 @@ type GitDirs struct {
 	Writable []string `json:"writable"`
 }
 
-// bindGit puts g into c: the worktree's git directory and what git writes
-// to commit writable, the rest of the common directory read-only.
-func bindGit(c *confine.Spec, g *GitDirs) {
-	if g == nil {
-		return
+// bindGit puts w's git directories into c: the worktree's git directory
+// and what git writes to commit writable, the rest of the common directory
+// read-only, and what the operator's git runs or obeys (w.GitSeal)
+// read-only over the writable trees it lies in, so that nothing the child
+// writes runs as the operator after the run.
+func bindGit(c *confine.Spec, w *World) {
+	if g := w.Git; g != nil {
+		c.ReadOnly = append(c.ReadOnly, g.Common)
+		c.Writable = append(c.Writable, g.Writable...)
+		c.Writable = append(c.Writable, g.GitDir)
 	}
-	c.ReadOnly = append(c.ReadOnly, g.Common)
-	c.Writable = append(c.Writable, g.Writable...)
-	c.Writable = append(c.Writable, g.GitDir)
+	c.ReadOnly = append(c.ReadOnly, w.GitSeal...)
 }
 
 // gitWords say, for H7, what of git's directories the child may write.
@@ -49,9 +52,16 @@ func orNone(l []string) string {
 	return strings.Join(l, ", ")
 }
 
-// claimGit adds g to the H7 row of claim; nothing when there is none.
-func claimGit(claim *attest.Claim, g *GitDirs) {
-	if g != nil {
-		claim.Add(attest.H7, gitWords(g))
+// claimGit adds w's git directories and seal to the H7 row of claim;
+// nothing when there are none.
+func claimGit(claim *attest.Claim, w *World) {
+	if w.Git != nil {
+		claim.Add(attest.H7, gitWords(w.Git))
+	}
+	if len(w.GitSeal) > 0 {
+		claim.Add(attest.H7, "; what the operator's git runs or obeys is read-only in the child's view, and the run holds it to what it was at its start: "+strings.Join(w.GitSeal, ", "))
+	}
+	if len(w.GitUnsealable) > 0 {
+		claim.Add(attest.H7, "; "+strings.Join(w.GitUnsealable, ", ")+" (a symbolic link in the tree the child writes, which no bind can hold, so the child could point it elsewhere; the run holds it to what it was at its start)")
 	}
 }

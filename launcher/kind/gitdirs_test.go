@@ -17,7 +17,7 @@ func TestBindGit(t *testing.T) {
 	g := &GitDirs{GitDir: filepath.Join(common, "worktrees", "wt-1"), Common: common,
 		Writable: []string{filepath.Join(common, "objects"), filepath.Join(common, "refs"), filepath.Join(common, "logs")}}
 	c := &confine.Spec{}
-	bindGit(c, g)
+	bindGit(c, &World{Git: g})
 	if !slices.Equal(c.ReadOnly, []string{common}) || !slices.Contains(c.Writable, g.GitDir) || !slices.Contains(c.Writable, filepath.Join(common, "refs")) || slices.Contains(c.Writable, common) {
 		t.Errorf("bound read-only %v, writable %v", c.ReadOnly, c.Writable)
 	}

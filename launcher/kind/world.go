@@ -86,6 +86,21 @@ type World struct {
 	// file names (the run's findGitDirs), which the child's view binds; nil
 	// when there are none, or none metaharness trusts.
 	Git *GitDirs `json:"git,omitempty"`
+	// GitSeal is what the operator's git runs or obeys in a --cwd tree
+	// (its git directory's config and hooks, a linked worktree's .git file
+	// and links back, a core.hooksPath inside the tree), each there and no
+	// link, which the child's view binds read-only; GitUnsealable those
+	// of them that are links the child could point elsewhere, which no
+	// bind holds. Both found by the run (its observeGitSeal).
+	GitSeal       []string `json:"git_seal,omitempty"`
+	// OthersCustody is what the user's other live runs keep from every
+	// child (their token files, signing keys, records), which this child's
+	// view covers; CustodyExposed is what this run keeps that a child of
+	// one of them, started before this one, can read. Both from the
+	// registry of live runs in the runtime directory.
+	OthersCustody  []string `json:"others_custody,omitempty"`
+	CustodyExposed []string `json:"custody_exposed,omitempty"`
+	GitUnsealable []string `json:"git_unsealable,omitempty"`
 	// Vendor is what the kind observed of its binary before planning
 	// (Observer), in the kind's own shape; absent when it observes nothing.
 	Vendor json.RawMessage `json:"vendor,omitempty"`

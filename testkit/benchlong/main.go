@@ -6,7 +6,10 @@
 // of each recorded stream. It prints, per size, the stream's bytes beside
 // each process's peak RSS (each process's own, read from /proc while
 // it runs), so that memory is seen against the
-// stream's size, and project's throughput. Run it with scripts/bench.
+// stream's size, and project's throughput; the run page's size, how long
+// `project --html` took to write it, and, where chromium is installed,
+// how long headless Chromium took to load and render it
+// (testkit/browser). Run it with scripts/bench.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/metaharness/metaharness/testkit/browser"
 	"github.com/metaharness/metaharness/testkit/fakevendor"
 )
 
@@ -63,10 +67,14 @@ func main() {
 		rows = append(rows, r)
 	}
 	fmt.Println("long session: the stand-in Claude Code, texts and catalogue tool calls interleaved; peak RSS against the stream's size")
-	fmt.Println("   events   stream MB   run: RSS MB   wall s   project: RSS MB   MB/s   project --html: RSS MB   page MB")
+	fmt.Println("   events   stream MB   run: RSS MB   wall s   project: RSS MB   MB/s   project --html: RSS MB   wall s   page MB   chromium: load s")
 	for _, r := range rows {
-		fmt.Printf("%9d %11.1f %13.1f %8.1f %17.1f %6.1f %24.1f %9.1f\n", r.events, mb(r.stream), mb(r.runRSS), r.runWall.Seconds(),
-			mb(r.projectRSS), mb(r.stream)/r.projectWall.Seconds(), mb(r.pageRSS), mb(r.page))
+		load := "  (no chromium)"
+		if r.loaded > 0 {
+			load = fmt.Sprintf("%17.2f", r.loaded.Seconds())
+		}
+		fmt.Printf("%9d %11.1f %13.1f %8.1f %17.1f %6.1f %24.1f %8.2f %9.2f %s\n", r.events, mb(r.stream), mb(r.runRSS), r.runWall.Seconds(),
+			mb(r.projectRSS), mb(r.stream)/r.projectWall.Seconds(), mb(r.pageRSS), r.pageWall.Seconds(), mb(r.page), load)
 	}
 	if first, last := rows[0], rows[len(rows)-1]; len(rows) > 1 {
 		fmt.Printf("largest vs smallest: stream %.1fx; peak RSS run %.2fx, project %.2fx, project --html %.2fx\n",
@@ -80,6 +88,7 @@ type row struct {
 	stream, page                   int64 // bytes
 	runRSS, projectRSS, pageRSS    int64 // bytes
 	runWall, projectWall, pageWall time.Duration
+	loaded                         time.Duration // chromium's load of the page, 0 without chromium
 }
 
 // measure runs one session of about n events and projects its stream.
@@ -141,7 +150,39 @@ func measure(mh, self, dir string, n int) (row, error) {
 		return r, err
 	}
 	r.page = fi.Size()
+	if r.loaded, err = load(page, dir); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// load is how long headless Chromium takes to open the page and render it
+// (to its load event, then a layout of the whole page), 0 when chromium is
+// not installed.
+func load(page, dir string) (time.Duration, error) {
+	bin := browser.Binary()
+	if bin == "" {
+		return 0, nil
+	}
+	b, err := browser.Launch(bin, dir)
+	if err != nil {
+		return 0, err
+	}
+	defer b.Close()
+	start := time.Now()
+	p, err := b.Open("file://"+page, browser.Options{})
+	if err != nil {
+		return 0, err
+	}
+	var height float64
+	if err := p.Eval("document.documentElement.scrollHeight", &height); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	if height < 1000 {
+		return 0, fmt.Errorf("the page of %s rendered %v pixels high", page, height)
+	}
+	return took, nil
 }
 
 // peakWhileRunning runs cmd and reads its own peak RSS (VmHWM, which only

@@ -4,7 +4,8 @@
 // with the replies a test gives it, in turn, and records every request as
 // it came (method, URI, headers, body). Its certificate can be written to
 // a file for SSL_CERT_FILE, so that a process of its own trusts it as a
-// real control plane's.
+// real control plane's; NewInsecure serves plain http instead, as a local
+// control plane on loopback does.
 package fakeplane
 
 import (
@@ -39,6 +40,7 @@ type Server struct {
 	*httptest.Server
 	mu       sync.Mutex
 	replies  map[string][]Reply
+	before   map[string]func()
 	requests []Request
 	closing  chan struct{}
 }
@@ -47,9 +49,21 @@ type Server struct {
 // plane answers them; GET /health is {"ok":true} until a test says
 // otherwise.
 func New() *Server {
-	s := &Server{replies: map[string][]Reply{}, closing: make(chan struct{})}
-	s.Handle("GET /health", Reply{Status: 200, Body: `{"ok":true}`})
+	s := newServer()
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// NewInsecure is New serving plain http.
+func NewInsecure() *Server {
+	s := newServer()
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+func newServer() *Server {
+	s := &Server{replies: map[string][]Reply{}, before: map[string]func(){}, closing: make(chan struct{})}
+	s.Handle("GET /health", Reply{Status: 200, Body: `{"ok":true}`})
 	return s
 }
 
@@ -71,6 +85,14 @@ func (s *Server) Handle(route string, replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies[route] = replies
+}
+
+// Before runs f whenever route is requested, before its reply is sent: a
+// test's way of changing the world while a request is in flight.
+func (s *Server) Before(route string, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before[route] = f
 }
 
 // Requests are the requests so far, in order.
@@ -98,7 +120,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			s.replies[route] = rs[1:]
 		}
 	}
+	before := s.before[route]
 	s.mu.Unlock()
+	if before != nil {
+		before()
+	}
 	if reply.Hang {
 		select {
 		case <-r.Context().Done():
