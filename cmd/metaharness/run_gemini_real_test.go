@@ -127,22 +127,7 @@ func TestRunGeminiAskModeNativeTools(t *testing.T) {
 			t.Errorf("call id %s is not Gemini CLI's own", id)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
-		t.Error("the denied shell call ran")
-	}
-	results := modelSaw(up)
-	if len(results) != 2 || !strings.Contains(results[0], "no shell in this step") || !strings.Contains(results[1], "the release is on Friday") {
-		t.Errorf("tool results the model saw: %q", results)
-	}
-	res.commandsOK(t)
-	if got := res.decisions(); got != "embedder/hook/deny embedder/hook/allow" {
-		t.Errorf("decisions %v", got)
-	}
-	o.onePerCall(res, 2)
-	started := res.find("session.started")[0].(*record.SessionStarted)
-	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != gemini.ContextChannel || started.ContextFiles[0].Path != "notes.md" {
-		t.Errorf("context_files %+v", started.ContextFiles)
-	}
+	askModeHeld(t, o, res, up, gemini.ContextChannel)
 	if !bytes.Contains(up.Requests()[0].Body, []byte("the release is on Friday")) {
 		t.Error("the context file did not reach the model")
 	}
@@ -387,6 +372,27 @@ const hostileSettings = `{
 }
 `
 
+// geminiStoppable is Gemini CLI calling the shell in ask mode.
+func geminiStoppable(t *testing.T) stoppable {
+	o := newGeminiOperator(t, randomToken("AIza-test-REAL-"))
+	up := scripted.NewGeminiServer(scripted.Script{Turns: []scripted.Turn{
+		{ToolCall: &scripted.ToolCall{Name: "run_shell_command", Input: json.RawMessage(`{"command":"sleep 1"}`)}},
+		{Text: "DONE"},
+	}})
+	t.Cleanup(up.Close)
+	return stoppable{o: o, up: up, args: []string{"--model", "gemini-2.5-flash", "-p", "wait"}, vendor: func(p vendortest.Proc) bool {
+		return len(p.Cmdline) > 1 && filepath.Base(p.Cmdline[1]) == "gemini.js"
+	}}
+}
+
+// TestRunGeminiSignals: signalsStop on Gemini CLI (the bundle under its
+// Node): its whole process group ends, the stream closes, the scratch
+// tree goes, within 4 s, the pending call abandoned.
+func TestRunGeminiSignals(t *testing.T) { signalsStop(t, geminiStoppable) }
+
+// TestRunGeminiChildKilled: killedChild on Gemini CLI.
+func TestRunGeminiChildKilled(t *testing.T) { killedChild(t, geminiStoppable(t)) }
+
 // TestRunGeminiHostileWorkspace: the operator's tree holds a .gemini whose
 // settings would re-enable the shell, start an MCP server, add hooks of
 // their own and switch the run's off. Confined (its .gemini covered) and
@@ -487,7 +493,7 @@ func TestRunGeminiCommandsReachLess(t *testing.T) {
 			if !strings.Contains(out, `FORGED-HOOK: {"decision":"deny"`) {
 				t.Errorf("the forged hook request was not denied:\n%s", out)
 			}
-			geminiReachHeld(t, res, up, attest.ModelRequestNotVendor, attest.DecisionNotOnRecord)
+			reachHeld(t, res, up, geminiForged, "", attest.ModelRequestNotVendor, attest.DecisionNotOnRecord)
 		})
 	}
 }
@@ -501,7 +507,7 @@ func TestRunGeminiUnconfinedCommandsCannotAskTheModel(t *testing.T) {
 	if !strings.Contains(out, "GEMINI_API_KEY") || !strings.Contains(out, "OWN-AT-BASE: 403") {
 		t.Errorf("unconfined, the command should hold the variables and be refused at the base URL:\n%s", out)
 	}
-	geminiReachHeld(t, res, up, attest.ModelRequestNotVendor)
+	reachHeld(t, res, up, geminiForged, "", attest.ModelRequestNotVendor)
 }
 
 // runGeminiReach runs Gemini CLI once in the mode with one shell call,
@@ -511,60 +517,17 @@ func TestRunGeminiUnconfinedCommandsCannotAskTheModel(t *testing.T) {
 func runGeminiReach(t *testing.T, mode, command string, more ...string) (*runResult, *scripted.Server, string) {
 	t.Helper()
 	o := newGeminiOperator(t, randomToken("AIza-test-REAL-"))
-	o.write("notes.md", "notes\n")
 	o.write("probe.sh", command+"\n")
 	up := scripted.NewGeminiServer(scripted.Script{Turns: []scripted.Turn{
 		{ToolCall: &scripted.ToolCall{Name: "run_shell_command", Input: json.RawMessage(`{"command":"bash probe.sh"}`)}},
 		{Text: "DONE"},
 	}})
-	t.Cleanup(up.Close)
-	args := append(geminiArgs(up, "--cwd", o.tree, "--scratch-cwd", "--decisions", mode, "--audit", "-p", "go"), more...)
-	var answer func(ev *record.EventLine, stdin func(string))
-	switch mode {
-	case "frame":
-		args = append(args, "--frame", o.sealFrame("shell"))
-	case "ask":
-		answer = allowEveryCall
-	}
-	res := o.run(answer, args...)
-	results := modelSaw(up)
-	if len(results) == 0 {
-		t.Fatalf("the model saw no tool result\n%s", res.stderr)
-	}
-	t.Logf("the command printed:\n%s", results[0])
-	return res, up, results[0]
+	res, out := reachOnce(t, o, up, mode, append([]string{"--model", "gemini-2.5-flash"}, more...)...)
+	return res, up, out
 }
 
-// geminiReachHeld: the agent's own model request never reached the
-// upstream, the one call decided is the model's, each code is among the
-// warnings, and the audit has a gap (exit 1).
-func geminiReachHeld(t *testing.T, res *runResult, up *scripted.Server, codes ...string) {
-	t.Helper()
-	for _, r := range up.Requests() {
-		if bytes.Contains(r.Body, []byte(`"functionCallingConfig"`)) {
-			t.Error("the agent's own model request reached the upstream")
-		}
-	}
-	decided := map[string]int{}
-	for _, ev := range res.find("tool.decided") {
-		decided[ev.(*record.ToolDecided).CallID]++
-	}
-	if len(decided) != 1 {
-		t.Errorf("decisions by call %v, want the model's call once", decided)
-	}
-	warned := map[string]bool{}
-	for _, ev := range res.find("warning") {
-		warned[ev.(*record.Warning).Code] = true
-	}
-	for _, c := range codes {
-		if !warned[c] {
-			t.Errorf("no %s warning", c)
-		}
-	}
-	if !bytes.Contains(res.stderr, []byte("H13  gap gating")) || res.code != 1 {
-		t.Errorf("exit %d, want the audit's gap on H13:\n%s", res.code, res.stderr)
-	}
-}
+// geminiForged is what the agent's own Gemini API request forces.
+const geminiForged = `"functionCallingConfig"`
 
 // TestRunGeminiMemoryCanary: a GEMINI.md above the cwd never reaches the
 // model (the scratch settings name no boundary marker, so Gemini CLI's walk

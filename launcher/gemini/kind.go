@@ -101,12 +101,12 @@ func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 // that render no operation of their own but perform one (glob lists,
 // read_many_files reads): the operation each performs and the input key
 // naming its subject.
-var nativeOps = map[string]struct{ op, key string }{
-	"read_file": {"file.read", "file_path"}, "read_many_files": {"file.read", ""},
-	"write_file": {"file.write", "file_path"}, "replace": {"file.edit", "file_path"},
-	"list_directory": {"dir.list", "dir_path"}, "glob": {"dir.list", "dir_path"},
-	"grep_search": {"search", "dir_path"}, shellTool: {"shell", "command"},
-	"web_fetch": {"web.read", ""}, "write_todos": {"task.todo", ""},
+var nativeOps = map[string]kind.NativeOp{
+	"read_file": {Op: "file.read", Key: "file_path"}, "read_many_files": {Op: "file.read"},
+	"write_file": {Op: "file.write", Key: "file_path"}, "replace": {Op: "file.edit", Key: "file_path"},
+	"list_directory": {Op: "dir.list", Key: "dir_path"}, "glob": {Op: "dir.list", Key: "dir_path"},
+	"grep_search": {Op: "search", Key: "dir_path"}, shellTool: {Op: "shell", Key: "command"},
+	"web_fetch": {Op: "web.read"}, "write_todos": {Op: "task.todo"},
 }
 
 // nativeTools are the native tools a run without a catalogue or the owned
@@ -115,63 +115,19 @@ var nativeTools = []string{"read_file", "read_many_files", "write_file", "replac
 
 // Resolve maps a Gemini CLI tool call to operations and subjects: the
 // owned server's entries through the contract, other MCP tools
-// (mcp_<server>_<tool>) to mcp.call, native tools through the table.
-// Anything else resolves to nothing, which a frame denies as uncovered.
+// (mcp_<server>_<tool>) to mcp.call, native tools through the table
+// (kind.Resolver).
 func (Kind) Resolve(cat *mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
-	return func(tool string, input json.RawMessage) frame.Resolution {
-		if published, ok := strings.CutPrefix(tool, OwnedPrefix); ok {
-			if cat == nil {
-				return frame.Resolution{}
-			}
-			e, ok := cat.Lookup(published)
-			if !ok {
-				return frame.Resolution{}
-			}
-			op := mcpserve.OperationOf(e.Name)
-			if op == "" {
-				return frame.Resolution{}
-			}
-			return frame.Resolution{Operations: []frame.Operation{{Op: op}}, Subjects: mcpserve.Subjects(e.Name, input)}
-		}
-		if rest, ok := strings.CutPrefix(tool, "mcp_"); ok {
-			server, name, ok := strings.Cut(rest, "_")
-			if !ok || server == "" || name == "" {
-				return frame.Resolution{}
-			}
-			return frame.Resolution{Operations: []frame.Operation{{Op: frame.MCPCall, Server: server, Tool: name}}}
-		}
-		n, ok := nativeOps[tool]
-		if !ok {
-			return frame.Resolution{}
-		}
-		res := frame.Resolution{Operations: []frame.Operation{{Op: n.op}}}
-		if n.key != "" {
-			res.Subjects = nativeSubject(n.op, n.key, input)
-		}
-		return res
-	}
+	return kind.Resolver(cat, OwnedPrefix, mcpTool, nativeOps)
 }
 
-// nativeSubject names what a native call acts on, as the model wrote it:
-// file:<path> for file tools (file:. for a listing or search of the cwd),
-// proc:<first word> for the shell.
-func nativeSubject(op, key string, input json.RawMessage) []string {
-	var args map[string]json.RawMessage
-	if json.Unmarshal(input, &args) != nil {
-		return nil
+// mcpTool splits an MCP tool's name, mcp_<server>_<tool>, as Gemini CLI
+// names another server's tool (a server name holding _ is read up to it).
+func mcpTool(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp_")
+	if !ok {
+		return "", "", false
 	}
-	var v string
-	if json.Unmarshal(args[key], &v) != nil || v == "" {
-		if op == "dir.list" || op == "search" {
-			return []string{"file:."}
-		}
-		return nil
-	}
-	if op == "shell" {
-		if f := strings.Fields(v); len(f) > 0 {
-			return []string{"proc:" + f[0]}
-		}
-		return nil
-	}
-	return []string{"file:" + v}
+	server, tool, ok = strings.Cut(rest, "_")
+	return server, tool, ok && server != "" && tool != ""
 }

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -136,7 +135,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	}
 
 	marker := hook.Marker(w.DecisionSocket)
-	published, serve, owned := ownedServer(spec, w, cwd)
+	published, serve, owned := Kind{}.Descriptor().Rules.OwnedServer(spec, w, cwd)
 	var core, servers []string
 	if owned {
 		for _, t := range published {
@@ -177,7 +176,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	if spec.MaxTurns > 0 {
 		settings["model"] = map[string]any{"maxSessionTurns": spec.MaxTurns}
 	}
-	files := []kind.File{jsonFile(settingsPath, settings), {Path: policyPath, Mode: 0o600, Content: adminPolicy(owned, marker)}}
+	files := []kind.File{kind.JSONFile(settingsPath, settings), {Path: policyPath, Mode: 0o600, Content: adminPolicy(owned, marker)}}
 	readOnly := []string{settingsPath}
 	if w.Context != "" {
 		mem := filepath.Join(geminiDir, "GEMINI.md")
@@ -303,33 +302,6 @@ func adminPolicy(owned bool, marker string) string {
 	return b.String()
 }
 
-// ownedServer is the owned surface's server, when the run has one: the
-// names it publishes and the mcp-serve arguments that start it in the
-// child's cwd, asking the run's decision channel before every call.
-func ownedServer(spec *kind.Spec, w *kind.World, cwd string) (published, args []string, ok bool) {
-	var writable bool
-	var programs []string
-	switch {
-	case w.CatalogueCopy != "":
-		args = []string{"mcp-serve", "--catalogue", w.CatalogueCopy}
-		published, writable = w.CatalogueTools, w.CatalogueWrites
-	case Kind{}.Descriptor().Rules.DefaultVerbs(spec):
-		o := kind.DefaultSurface(spec)
-		args = []string{"mcp-serve"}
-		published, writable, programs = mcpserve.Verbs(), o.Writable, o.AllowPrograms
-	default:
-		return nil, nil, false
-	}
-	args = append(args, "--workspace", cwd, "--decisions-socket", w.DecisionSocket)
-	if writable {
-		args = append(args, "--writable")
-	}
-	for _, p := range programs {
-		args = append(args, "--allow-program", p)
-	}
-	return published, args, true
-}
-
 // mention is Gemini CLI 0.61.0's @ command in a prompt (its
 // AT_COMMAND_PATH_REGEX_SOURCE after an @ no backslash precedes): a path it
 // reads and appends outside any tool call.
@@ -365,14 +337,6 @@ var importAt = regexp.MustCompile(`(^|\s)@`)
 // CLI would read as an import (@path, at the start or after white space)
 // escaped, so that the declared files are all it hands over.
 func EscapeImports(text string) string { return importAt.ReplaceAllString(text, `$1\@`) }
-
-func jsonFile(path string, v any) kind.File {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(err) // maps of strings, numbers and slices always marshal
-	}
-	return kind.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
-}
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -284,14 +284,7 @@ func workspace(context string) string {
 
 // Control: headless Gemini CLI takes no control line, so interrupting or
 // halting is stopping the process group.
-func (s *session) Control(c record.Command) error {
-	switch c.(type) {
-	case *record.Interrupt, *record.Halt:
-		s.run.Stop()
-		return nil
-	}
-	return fmt.Errorf("gemini cannot apply %s", c.CommandName())
-}
+func (s *session) Control(c record.Command) error { return kind.StopOnly(s.run, "gemini", c) }
 
 // Answer decides a request of the hook or of the owned server. Neither
 // names the call, so it is named first: the oldest call on the record not

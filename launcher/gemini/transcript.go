@@ -2,8 +2,6 @@ package gemini
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"regexp"
 	"strconv"
@@ -91,29 +89,14 @@ var _ kind.Ender = (*Reader)(nil)
 // recordHead is what a record's top level says it is.
 type recordHead struct{ Type, Role, Timestamp string }
 
-// headOf takes type, role and timestamp off the record's top level without
-// decoding the rest. Not ok: not a JSON object, or one of them not a
-// string.
+var headKeys = []string{"type", "role", "timestamp"}
+
+// headOf takes type, role and timestamp off the record's top level. Not
+// ok: not a JSON object, one of them not a string, or no type.
 func headOf(raw []byte) (recordHead, bool) {
 	var h recordHead
-	ok := true
-	err := jsonscan.Members(raw, func(key, val []byte) {
-		var to *string
-		switch string(key) {
-		case "type":
-			to = &h.Type
-		case "role":
-			to = &h.Role
-		case "timestamp":
-			to = &h.Timestamp
-		default:
-			return
-		}
-		s, err := jsonscan.String(val)
-		ok = ok && err == nil
-		*to = s
-	})
-	return h, ok && err == nil && h.Type != ""
+	ok := kind.TopStrings(raw, headKeys, &h.Type, &h.Role, &h.Timestamp)
+	return h, ok && h.Type != ""
 }
 
 // delta takes an assistant delta; false when the line is not one.
@@ -145,15 +128,7 @@ func (r *Reader) flush() []kind.Item {
 }
 
 func (r *Reader) opaque(raw []byte, typ, subtype *string) *record.Opaque {
-	sum := sha256.Sum256(raw)
-	line := r.line
-	if typ != nil && *typ == "" {
-		typ = nil
-	}
-	if subtype != nil && *subtype == "" {
-		subtype = nil
-	}
-	return &record.Opaque{VendorType: typ, VendorSubtype: subtype, Digest: hex.EncodeToString(sum[:]), SourceLine: &line}
+	return kind.Opaque(raw, r.line, typ, subtype)
 }
 
 func (r *Reader) init(raw []byte) []record.Event {

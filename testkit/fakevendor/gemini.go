@@ -1,8 +1,6 @@
 package fakevendor
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +68,7 @@ func Gemini(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fake gemini: %v\n", err)
 		return 52
 	}
-	defer g.closeServers()
+	defer closeAll(g.servers)
 	g.emit(map[string]any{"type": "init", "session_id": "fake-gemini-session", "model": "auto"})
 	g.emit(map[string]any{"type": "message", "role": "user", "content": task})
 	script := "text " + task + "\nresult"
@@ -94,8 +93,8 @@ func parseGeminiArgs(args []string) (task string, version bool, err error) {
 		switch {
 		case a == "--version":
 			version = true
-		case containsStr(geminiBoolFlags, a):
-		case containsStr(geminiValueFlags, name):
+		case slices.Contains(geminiBoolFlags, a):
+		case slices.Contains(geminiValueFlags, name):
 			if !inline {
 				if i+1 >= len(args) {
 					return "", false, fmt.Errorf("Not enough arguments following: %s", strings.TrimPrefix(name, "--"))
@@ -111,15 +110,6 @@ func parseGeminiArgs(args []string) (task string, version bool, err error) {
 		}
 	}
 	return task, version, nil
-}
-
-func containsStr(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // scriptPath is the file a task names (its last word; relative to the
@@ -215,12 +205,6 @@ func (g *gemini) load() error {
 
 var argsPattern = regexp.MustCompile(`(?m)^argsPattern = '([^']*)'$`)
 
-func (g *gemini) closeServers() {
-	for _, mc := range g.servers {
-		mc.close()
-	}
-}
-
 func (g *gemini) play(script string) int {
 	for n, line := range strings.Split(expandRepeats(script), "\n") {
 		line = strings.TrimSpace(line)
@@ -293,11 +277,7 @@ func (g *gemini) decide(name string, input json.RawMessage) (string, string) {
 		}
 		payload, _ := json.Marshal(map[string]any{"hook_event_name": "BeforeTool", "session_id": "fake-gemini-session",
 			"cwd": mustGetwd(), "tool_name": name, "tool_input": input})
-		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		cmd := exec.CommandContext(ctx, "bash", "-c", h.command)
-		cmd.Stdin, cmd.Stderr = bytes.NewReader(payload), g.stderr
-		out, err := cmd.Output()
-		cancel()
+		out, err := runHook("bash", h.command, payload, h.timeout, g.stderr)
 		var o struct {
 			Decision string `json:"decision"`
 			Reason   string `json:"reason"`
