@@ -316,8 +316,10 @@ func geminiResults(t *testing.T, stdout []byte) []geminiResult {
 // TestRunGeminiHookKilledMidDecision: a governed run whose hook process is
 // killed while it waits for the embedder (a crash of metaharness's own
 // hook): Gemini CLI goes on without the hook's answer, and the admin policy
-// denies the call, which never runs; the record shows the vendor's
-// refusal, and nothing is decided for it.
+// denies the call, which never runs; once the record shows that refusal
+// the run stops waiting and abandons the call (denied by the adapter,
+// PENDING_CALL_ABANDONED) before recording its result, so the embedder's
+// allow that comes after is refused as too late.
 func TestRunGeminiHookKilledMidDecision(t *testing.T) {
 	token := randomToken("AIza-test-REAL-")
 	o := newGeminiOperator(t, token)
@@ -328,6 +330,10 @@ func TestRunGeminiHookKilledMidDecision(t *testing.T) {
 	defer up.Close()
 	killed := 0
 	res := o.run(func(ev *record.EventLine, stdin func(string)) {
+		if r, ok := ev.Event.(*record.ToolResult); ok {
+			stdin(`{"format":"metaharness.command/1","id":"late","command":"tool.decide","call_id":"` + r.CallID + `","decision":{"decision":"allow"}}`)
+			return
+		}
 		req, ok := ev.Event.(*record.ToolRequested)
 		if !ok || !req.DecisionRequired {
 			return
@@ -351,6 +357,20 @@ func TestRunGeminiHookKilledMidDecision(t *testing.T) {
 	}
 	if saw := modelSaw(up); len(saw) != 1 || !strings.Contains(saw[0], "metaharness decided nothing for this call") {
 		t.Errorf("the model saw %q", saw)
+	}
+	var order []string
+	for _, ev := range res.events {
+		switch e := ev.Event.(type) {
+		case *record.ToolDecided:
+			order = append(order, "decided "+e.DecidedBy+" "+e.Decision.Decision)
+		case *record.ToolResult:
+			order = append(order, "result")
+		case *record.CommandResult:
+			order = append(order, "late "+e.Outcome.Result)
+		}
+	}
+	if want := "decided adapter deny, result, late refused"; strings.Join(order, ", ") != want {
+		t.Errorf("the record: %s; want %s", strings.Join(order, ", "), want)
 	}
 	lastIsStreamClosed(t, res)
 }

@@ -166,12 +166,18 @@ type answering struct {
 	mu      sync.Mutex
 	decided []decide.Request
 	emitted []record.Event
+	wait    bool // decide only when the request stops waiting, as the engine abandons it
 }
 
-func (a *answering) Decide(_ context.Context, req decide.Request) record.Decision {
+func (a *answering) Decide(ctx context.Context, req decide.Request) record.Decision {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.decided = append(a.decided, req)
+	wait := a.wait
+	a.mu.Unlock()
+	if wait {
+		<-ctx.Done()
+		return record.DenyDecision("abandoned")
+	}
 	return record.AllowDecision()
 }
 
@@ -253,4 +259,37 @@ func TestAnswerNamesEachRequestByTheRecord(t *testing.T) {
 	if d := s2.Answer(cctx, decide.Request{Seam: record.SeamHook, Tool: "read_file", Input: json.RawMessage(`{}`)}); d.Decision != record.Deny {
 		t.Errorf("a stopped run: %+v", d)
 	}
+}
+
+// TestResultEndsTheWait: a request still waiting when the record shows its
+// call's result (Gemini CLI went on without the hook's answer) stops
+// waiting (Decide returns, the engine having abandoned the call) before
+// giveUp returns.
+func TestResultEndsTheWait(t *testing.T) {
+	s, run := newAnswering(false)
+	run.wait = true
+	s.show("run_shell_command__1", shellTool, `{"command":"ls"}`)
+	got := make(chan record.Decision, 1)
+	go func() {
+		got <- s.Answer(context.Background(), decide.Request{Seam: record.SeamHook, Tool: shellTool, Input: json.RawMessage(`{"command":"ls"}`)})
+	}()
+	for {
+		s.mu.Lock()
+		n := len(s.asking)
+		s.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.giveUp("run_shell_command__1")
+	select {
+	case d := <-got:
+		if d.Decision != record.Deny {
+			t.Errorf("the abandoned request: %+v", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request still waits after the call's result")
+	}
+	s.giveUp("run_shell_command__1") // nothing waits: at once
 }

@@ -48,6 +48,18 @@ type session struct {
 	calls []*pending // the calls the record showed, in order
 	done  bool       // the record has ended: nothing more will be named
 	texts map[string]int
+	// asking are the calls a request waits on a decision for, by id: the
+	// wait ends when the record shows the call's result, since Gemini CLI
+	// went on without the answer (its hook died, and the admin policy
+	// refused the call).
+	asking map[string]*asking
+}
+
+// asking is one request's wait: cancel ends it, done is closed once the
+// decision was written.
+type asking struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // pending is a call the record showed, until a request asks about it.
@@ -157,6 +169,7 @@ func (s *session) record(eng *frame.Engine, chk *kind.RecordCheck, it kind.Item,
 		if !chk.Holds(ev) {
 			return
 		}
+		s.giveUp(ev.CallID)
 		eng.Settle(ev.CallID) // the call first, if no seam presented it
 		s.run.Emit(it.At, ev)
 	case *record.SessionEnded:
@@ -307,7 +320,38 @@ func (s *session) Answer(ctx context.Context, req decide.Request) record.Decisio
 		return record.DenyDecision("metaharness denied this request, and nothing ran: " + why)
 	}
 	req.CallID = id
+	ctx, cancel := context.WithCancel(ctx)
+	w := &asking{cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	if s.asking == nil {
+		s.asking = map[string]*asking{}
+	}
+	s.asking[id] = w
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.asking, id)
+		s.mu.Unlock()
+		close(w.done)
+		cancel()
+	}()
 	return s.run.Decide(ctx, req)
+}
+
+// giveUp ends the wait of a request for call id, if one still waits, and
+// returns once its decision is written: the record shows the call's
+// result, so Gemini CLI went on without the answer (its hook died before
+// answering, and the admin policy denied the call). The call is abandoned
+// (denied, nothing ran) before its result is recorded, and an answer of
+// the embedder's that comes later finds it decided.
+func (s *session) giveUp(id string) {
+	s.mu.Lock()
+	w := s.asking[id]
+	s.mu.Unlock()
+	if w != nil {
+		w.cancel()
+		<-w.done
+	}
 }
 
 // name waits for the record to show the call asked about and claims it.
