@@ -34,12 +34,16 @@ const (
 	maxCustody  = 1 << 20
 )
 
-// custody is one run's entry: what it keeps from every child, and what
-// its own child's view hides (nil: the child is unconfined and reads
-// whatever the user can).
+// custody is one run's entry: what it keeps from every child, and its own
+// child's view: what it hides (hidden and fresh directories), what it
+// binds back into them, and what it covers even there. An unconfined
+// child's view hides nothing.
 type custody struct {
-	Kept   []string `json:"kept"`
-	Hidden []string `json:"hidden"`
+	Kept     []string `json:"kept"`
+	Confined bool     `json:"confined"`
+	Hidden   []string `json:"hidden,omitempty"`
+	Bound    []string `json:"bound,omitempty"`
+	Covered  []string `json:"covered,omitempty"`
 }
 
 // kept is what this run keeps from every child: the token file, the
@@ -84,7 +88,7 @@ func (r *run) observeCustody(w *kind.World) error {
 		}
 		w.OthersCustody = append(w.OthersCustody, c.Kept...)
 		for _, p := range mine {
-			if !hiddenBy(p, c.Hidden) && !slices.Contains(w.CustodyExposed, p) {
+			if !c.hides(p) && !slices.Contains(w.CustodyExposed, p) {
 				w.CustodyExposed = append(w.CustodyExposed, p)
 			}
 		}
@@ -94,19 +98,22 @@ func (r *run) observeCustody(w *kind.World) error {
 	return nil
 }
 
-// hiddenBy reports whether a view that hides hidden (directories, and
-// covered paths or their patterns) keeps p out of reach; a nil view, an
-// unconfined child's, hides nothing.
-func hiddenBy(p string, hidden []string) bool {
-	for _, h := range hidden {
-		if treepath.Within(p, h) {
-			return true
-		}
-		if ok, _ := filepath.Match(h, p); ok {
+// hides reports whether c's view keeps p out of its child's reach: p is
+// covered (a path or pattern), or lies in a hidden or fresh directory and
+// in nothing bound back there.
+func (c custody) hides(p string) bool {
+	if !c.Confined {
+		return false
+	}
+	within := func(list []string) bool {
+		return slices.ContainsFunc(list, func(d string) bool { return treepath.Within(p, d) })
+	}
+	for _, pattern := range c.Covered {
+		if ok, _ := filepath.Match(pattern, p); ok || treepath.Within(p, pattern) {
 			return true
 		}
 	}
-	return false
+	return within(c.Hidden) && !within(c.Bound)
 }
 
 // registerCustody writes this run's entry, with what its child's view c
@@ -114,9 +121,11 @@ func hiddenBy(p string, hidden []string) bool {
 // covers what this one keeps.
 func (r *run) registerCustody(c *confine.Spec) error {
 	defer r.releaseCustody()
-	entry := custody{Kept: r.kept()}
+	entry := custody{Kept: r.kept(), Confined: c != nil}
 	if c != nil {
-		entry.Hidden = append(slices.Clone(c.Hidden), c.Covered...)
+		entry.Hidden = slices.Concat(c.Hidden, c.Fresh)
+		entry.Bound = slices.Concat(c.ReadOnly, c.Writable, c.Seeded)
+		entry.Covered = c.Covered
 	}
 	b, err := json.Marshal(entry)
 	if err != nil {
