@@ -8,14 +8,14 @@
 // The child is given a per-run placeholder instead of the API key. Requests
 // with a relative path reach the reverse endpoint (goproxy's non-proxy
 // handler): one carrying the placeholder in x-api-key, x-goog-api-key,
-// Authorization: Bearer or RunHeader is forwarded to the upstream with the real token
-// swapped in, its answer streamed back chunk by chunk; anything else is
-// answered 401 and never forwarded. Where the child holds its own key
-// (Config.Credentials PassThrough) or none (NoCredential), RunHeader alone
-// proves it, and its credential headers are passed on or taken out. With
-// Config.AllowPaths only the model API's method and path are forwarded at
-// all. CONNECT and absolute-URL requests are the egress gate: refused
-// unless the host is on the run's allowlist (empty by default).
+// Authorization: Bearer or RunHeader is forwarded to the upstream with the
+// real token swapped in, its answer streamed back chunk by chunk; anything
+// else is answered 401 and never forwarded. Where the child holds its own
+// key (Config.Credentials PassThrough) or none (NoCredential), RunHeader
+// alone proves it, and its credential headers are passed on or taken out.
+// With Config.AllowPaths only the model API's method and path are
+// forwarded at all. CONNECT and absolute-URL requests are the egress gate:
+// refused unless the host is on the run's allowlist (empty by default).
 //
 // With Config.ModelAPI the proxy also reads the model's answers as they
 // stream through into its wire view (Wire): what the model said, for a run

@@ -31,10 +31,11 @@ type Carriage struct {
 // CheckFor applies the refusals that depend on the run rather than on the
 // file (the seed's --catalogue section), first match reported:
 // catalogue-not-carried on a kind that carries none,
-// catalogue-with-allow-program beside --allow-program, and
+// catalogue-with-allow-program beside --allow-program,
 // catalogue-name-reserved for an entry published under a name the kind
-// reserves, and catalogue-name-too-long for one its harness would cut. (catalogue-needs-owned-surface reads only the flags, so the
-// run's spec checks refuse it before the file is read.)
+// reserves, and catalogue-name-too-long for one its harness would cut.
+// (catalogue-needs-owned-surface reads only the flags, so the run's spec
+// checks refuse it before the file is read.)
 func (c *Contract) CheckFor(carriage Carriage, allowPrograms []string) error {
 	if carriage.NotCarried != "" {
 		return exit.Refuse(RefuseNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
