@@ -63,9 +63,9 @@ var callerKeys = []string{"USER", "LOGNAME", "LANG", "LC_ALL", "TERM", "TZ"}
 const (
 	// RefuseOptionUnsupported: a run flag Gemini CLI has no knob for.
 	RefuseOptionUnsupported exit.Name = "gemini-option-unsupported"
-	// RefuseSlashTask: a task Gemini CLI would read as a slash command
+	// RefuseTaskSlashCommand: a task Gemini CLI would read as a slash command
 	// (a built-in, an MCP prompt or a command file run outside any tool).
-	RefuseSlashTask exit.Name = "gemini-task-slash-command"
+	RefuseTaskSlashCommand exit.Name = "gemini-task-slash-command"
 )
 
 // refuseSpec names what the plan refuses of the spec alone.
@@ -76,7 +76,7 @@ func refuseSpec(spec *kind.Spec) error {
 	case spec.Effort != "":
 		return exit.Refuse(RefuseOptionUnsupported, "--effort %s on gemini: Gemini CLI 0.61.0 takes no reasoning effort on its command line; drop --effort (or name a --model that thinks less)", spec.Effort)
 	case isSlashCommand(spec.Prompt):
-		return exit.Refuse(RefuseSlashTask, "the task starts with /, which Gemini CLI reads as a slash command (a built-in, an MCP prompt or a command file, run outside any tool call) rather than a task; reword it so that it does not start with /")
+		return exit.Refuse(RefuseTaskSlashCommand, "the task starts with /, which Gemini CLI reads as a slash command (a built-in, an MCP prompt or a command file, run outside any tool call) rather than a task; reword it so that it does not start with /")
 	case spec.ModelEndpoint != "" && spec.Credentials == kind.CredentialsAPIKey:
 		return exit.Refuse(kind.RefuseEndpointWithCredential,
 			"--model-endpoint with --credentials api-key would send GEMINI_API_KEY to %s; use --credentials loopback (the proxy forwards to the endpoint) or --credentials none", spec.ModelEndpoint)
