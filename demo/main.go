@@ -1,11 +1,11 @@
 // Command demo runs the built-in governed session (conformance/live): the
-// real vendor (Claude Code, or Codex through app-server) against the
+// real vendor (Claude Code, Codex through app-server, or Gemini CLI) against the
 // scripted model, through the loopback proxy, with a tool contract, a sealed
 // frame and an audit; then it prints a readable summary of the event
 // stream, the audit report and the steps the session proves. Everything
 // stays on loopback.
 //
-//	go run ./demo -metaharness BIN -kind claude|codex -vendor PATH
+//	go run ./demo -metaharness BIN -kind claude|codex|gemini -vendor PATH
 package main
 
 import (
@@ -24,8 +24,8 @@ import (
 
 func main() {
 	bin := flag.String("metaharness", "metaharness", "the metaharness binary to run")
-	kind := flag.String("kind", "claude", "the kind whose session to show: claude or codex")
-	vendor := flag.String("vendor", "", "the pinned vendor binary (Claude Code, or Codex's native binary)")
+	kind := flag.String("kind", "claude", "the kind whose session to show: claude, codex or gemini")
+	vendor := flag.String("vendor", "", "the pinned vendor binary (Claude Code, Codex's native binary, or Gemini CLI's bundle)")
 	flag.Parse()
 	code, err := demo(*bin, *kind, *vendor)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ const (
 	APIKeyHeader HeaderStyle = "x-api-key"
 	// BearerHeader sends "Authorization: Bearer <token>": the OpenAI API.
 	BearerHeader HeaderStyle = "bearer"
+	// GoogAPIKeyHeader sends "x-goog-api-key: <token>": the Gemini API
+	// (never the key=… query parameter it also takes).
+	GoogAPIKeyHeader HeaderStyle = "x-goog-api-key"
 )
 
 // Credentials is what the proxy does with the credential of the child's
@@ -52,14 +56,15 @@ type Credentials string
 
 const (
 	// AttachToken (the default): the child's key is the placeholder, in
-	// x-api-key, Authorization: Bearer or RunHeader; the proxy takes it
-	// out and attaches the real token (Config.Token).
+	// x-api-key, x-goog-api-key, Authorization: Bearer or RunHeader; the
+	// proxy takes it out and attaches the real token (Config.Token).
 	AttachToken Credentials = "attach"
-	// PassThrough: the child holds a key of its own; its x-api-key and
-	// Authorization go upstream unchanged, and it proves it is the run's
+	// PassThrough: the child holds a key of its own; its x-api-key,
+	// x-goog-api-key and Authorization go upstream unchanged, and it proves it is the run's
 	// child with the placeholder in RunHeader.
 	PassThrough Credentials = "pass-through"
-	// NoCredential: the child's x-api-key and Authorization are taken out
+	// NoCredential: the child's x-api-key, x-goog-api-key and
+	// Authorization are taken out
 	// and nothing is attached (an upstream that needs no key); RunHeader
 	// as for PassThrough.
 	NoCredential Credentials = "none"
@@ -174,15 +179,40 @@ func (r egressRule) allows(host, port string) bool {
 }
 
 // pathRule is one allowlisted request: a method and a path in its
-// escaped form.
+// escaped form, in which a * stands for any characters of its segment but
+// a / (the model's name in a Gemini API path).
 type pathRule struct{ method, path string }
 
+// matches reports whether the escaped path ep is the rule's path.
+func (r pathRule) matches(ep string) bool {
+	if !strings.Contains(r.path, "*") {
+		return ep == r.path
+	}
+	want, got := strings.Split(r.path, "/"), strings.Split(ep, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, w := range want {
+		head, tail, wild := strings.Cut(w, "*")
+		g := got[i]
+		switch {
+		case !wild && g != w:
+			return false
+		case wild && (len(g) <= len(head)+len(tail) || !strings.HasPrefix(g, head) || !strings.HasSuffix(g, tail)):
+			return false
+		}
+	}
+	return true
+}
+
 // parseAllowPaths reads the allowlist: "METHOD /path", the method upper
-// case, the path plain (no query, fragment, escape or dot segment).
+// case, the path plain (no query, fragment, escape or dot segment), at
+// most one * in a segment.
 func parseAllowPaths(rules []string) ([]pathRule, error) {
 	var out []pathRule
 	for _, r := range rules {
 		method, path, ok := strings.Cut(r, " ")
+		plain := strings.ReplaceAll(path, "*", "x")
 		var why string
 		switch {
 		case !ok || method == "" || strings.Trim(method, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != "":
@@ -193,8 +223,10 @@ func parseAllowPaths(rules []string) ([]pathRule, error) {
 			why = "has a path with a query, fragment, percent-escape, backslash or space; name the plain path (any query is allowed)"
 		case hasDotSegment(path):
 			why = "has a . or .. segment in its path"
-		case (&url.URL{Path: path}).EscapedPath() != path:
+		case (&url.URL{Path: plain}).EscapedPath() != plain:
 			why = "has a path with characters a URL must escape"
+		case slices.ContainsFunc(strings.Split(path, "/"), func(seg string) bool { return strings.Count(seg, "*") > 1 }):
+			why = "has more than one * in a segment"
 		}
 		if why != "" {
 			return nil, exit.Refuse(RefuseAllowPathMalformed, "--allow-path %q %s; give METHOD /PATH, for example \"POST /v1/messages\"", r, why)

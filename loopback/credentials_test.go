@@ -58,7 +58,7 @@ func TestCredentialModes(t *testing.T) {
 		reqs := up.Requests()
 		rec := p.Records()[0]
 		if c.status == 401 {
-			want := "x-api-key or Authorization: Bearer"
+			want := "x-api-key, x-goog-api-key or Authorization: Bearer"
 			if c.mode != AttachToken {
 				want = RunHeader
 			}

@@ -199,6 +199,8 @@ func FuzzWireAnthropic(f *testing.F) { fuzzWire(f, AnthropicMessages) }
 
 func FuzzWireResponses(f *testing.F) { fuzzWire(f, OpenAIResponses) }
 
+func FuzzWireGemini(f *testing.F) { fuzzWire(f, GeminiAPI) }
+
 // FuzzCanonical: Canonical never panics, and what it returns is valid JSON
 // that is its own canonical form and decodes to the same value.
 func FuzzCanonical(f *testing.F) {

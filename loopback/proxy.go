@@ -7,15 +7,15 @@
 //
 // The child is given a per-run placeholder instead of the API key. Requests
 // with a relative path reach the reverse endpoint (goproxy's non-proxy
-// handler): one carrying the placeholder in x-api-key, Authorization:
-// Bearer or RunHeader is forwarded to the upstream with the real token
-// swapped in, its answer streamed back chunk by chunk; anything else is
-// answered 401 and never forwarded. Where the child holds its own key
-// (Config.Credentials PassThrough) or none (NoCredential), RunHeader alone
-// proves it, and its credential headers are passed on or taken out. With
-// Config.AllowPaths only the model API's method and path are forwarded at
-// all. CONNECT and absolute-URL requests are the egress gate: refused
-// unless the host is on the run's allowlist (empty by default).
+// handler): one carrying the placeholder in x-api-key, x-goog-api-key,
+// Authorization: Bearer or RunHeader is forwarded to the upstream with the
+// real token swapped in, its answer streamed back chunk by chunk; anything
+// else is answered 401 and never forwarded. Where the child holds its own
+// key (Config.Credentials PassThrough) or none (NoCredential), RunHeader
+// alone proves it, and its credential headers are passed on or taken out.
+// With Config.AllowPaths only the model API's method and path are
+// forwarded at all. CONNECT and absolute-URL requests are the egress gate:
+// refused unless the host is on the run's allowlist (empty by default).
 //
 // With Config.ModelAPI the proxy also reads the model's answers as they
 // stream through into its wire view (Wire): what the model said, for a run
@@ -113,9 +113,9 @@ func New(cfg Config) (*Proxy, error) {
 	switch cfg.Header {
 	case "":
 		p.cfg.Header = APIKeyHeader
-	case APIKeyHeader, BearerHeader:
+	case APIKeyHeader, BearerHeader, GoogAPIKeyHeader:
 	default:
-		return nil, exit.Refuse(RefuseUpstreamAuthUnknown, "--upstream-auth %q is not one of x-api-key (Anthropic) and bearer (OpenAI)", cfg.Header)
+		return nil, exit.Refuse(RefuseUpstreamAuthUnknown, "--upstream-auth %q is not one of x-api-key (Anthropic), bearer (OpenAI) and x-goog-api-key (Gemini)", cfg.Header)
 	}
 	if p.allow, err = parseEgress(cfg.AllowEgress); err != nil {
 		return nil, err
@@ -125,14 +125,14 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	switch cfg.ModelAPI {
 	case "":
-	case AnthropicMessages, OpenAIResponses:
+	case AnthropicMessages, OpenAIResponses, GeminiAPI:
 		limit := cfg.WireLimit
 		if limit <= 0 {
 			limit = DefaultWireLimit
 		}
 		p.wire = newWire(cfg.ModelAPI, limit)
 	default:
-		return nil, exit.Refuse(RefuseModelAPIUnknown, "--model-api %q is not one of %s (Claude Code) and %s (Codex)", cfg.ModelAPI, AnthropicMessages, OpenAIResponses)
+		return nil, exit.Refuse(RefuseModelAPIUnknown, "--model-api %q is not one of %s (Claude Code), %s (Codex) and %s (Gemini CLI)", cfg.ModelAPI, AnthropicMessages, OpenAIResponses, GeminiAPI)
 	}
 	switch cfg.Credentials {
 	case "", AttachToken:
@@ -329,11 +329,13 @@ func (p *Proxy) ownCredential() bool {
 
 // authorized reports whether h carries this run's placeholder, and why not.
 // Every header that proves the child present must hold it: RunHeader, and
-// when the proxy attaches the token, x-api-key and Authorization too.
+// when the proxy attaches the token, x-api-key, x-goog-api-key and
+// Authorization too.
 func (p *Proxy) authorized(h http.Header) (bool, string) {
 	got := h.Values(RunHeader)
 	if !p.ownCredential() {
 		got = append(got, h.Values("X-Api-Key")...)
+		got = append(got, h.Values("X-Goog-Api-Key")...)
 		for _, a := range h.Values("Authorization") {
 			if len(a) <= 7 || !strings.EqualFold(a[:7], "bearer ") {
 				return false, RefusedWrongPlaceholder // another scheme, or none

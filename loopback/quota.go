@@ -48,10 +48,11 @@ func QuotaPhrase(q Quota) string {
 
 // QuotaTypes are the vendors' error types and codes that mean "out of
 // quota or rate-limited": Anthropic's rate_limit_error, OpenAI's
-// insufficient_quota and rate_limit_exceeded, and the usage_limit_reached
-// of a ChatGPT-plan Codex. Nothing else (an overloaded_error, a 5xx) is a
+// insufficient_quota and rate_limit_exceeded, the usage_limit_reached
+// of a ChatGPT-plan Codex, and the Gemini API's RESOURCE_EXHAUSTED (its
+// error's status). Nothing else (an overloaded_error, a 5xx) is a
 // quota: those are the vendor's to retry.
-var QuotaTypes = []string{"rate_limit_error", "insufficient_quota", "rate_limit_exceeded", "usage_limit_reached"}
+var QuotaTypes = []string{"rate_limit_error", "insufficient_quota", "rate_limit_exceeded", "usage_limit_reached", "RESOURCE_EXHAUSTED"}
 
 // hardQuota are the quota types no wait within a run clears: the account
 // is out of credit, or its plan's allowance is spent. A 429 with one of
@@ -257,7 +258,7 @@ func quotaType(doc []byte) string {
 	fields := []json.RawMessage{v.Type, v.Code}
 	for _, e := range []*errFields{v.Error, responseError(v.Response)} {
 		if e != nil {
-			fields = append(fields, e.Type, e.Code)
+			fields = append(fields, e.Type, e.Code, e.Status)
 		}
 	}
 	for _, f := range fields {
@@ -270,8 +271,9 @@ func quotaType(doc []byte) string {
 }
 
 type errFields struct {
-	Type json.RawMessage `json:"type"`
-	Code json.RawMessage `json:"code"`
+	Type   json.RawMessage `json:"type"`
+	Code   json.RawMessage `json:"code"`
+	Status json.RawMessage `json:"status"`
 }
 
 func responseError(r *struct {
@@ -369,9 +371,12 @@ func (s *sniffer) mayMatter(line []byte) bool {
 }
 
 // errorData reports whether an event's data starts as an error document
-// does ({"type":"error", {"type":"response.failed"): for a stream that
-// names no events.
+// does ({"type":"error", {"type":"response.failed", the Gemini API's
+// {"error":): for a stream that names no events.
 func errorData(d []byte) bool {
+	if bytes.HasPrefix(d, []byte(`{"error":`)) {
+		return true
+	}
 	for _, e := range errorEvents {
 		if bytes.HasPrefix(d, []byte(`{"type":"`+e+`"`)) {
 			return true

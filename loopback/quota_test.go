@@ -19,6 +19,8 @@ const (
 	overloaded     = `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
 	anthropicSSE   = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}\n\n"
 	responsesSSE   = "event: response.created\ndata: {\"type\":\"response.created\"}\n\nevent: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"id\":\"r\",\"error\":{\"code\":\"insufficient_quota\",\"message\":\"You exceeded your current quota\"}}}\n\n"
+	gemini429      = `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED"}}`
+	geminiSSE      = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\"}]}}]}\r\n\r\ndata: " + gemini429 + "\r\n\r\n"
 	namelessSSE    = "data: {\"type\":\"response.created\"}\n\ndata: {\"type\":\"error\",\"code\":\"rate_limit_exceeded\",\"message\":\"x\"}\n\n"
 	textAboutQuota = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"handle rate_limit_error and insufficient_quota\\nevent: error\\ndata: {\\\"type\\\":\\\"error\\\",\\\"code\\\":\\\"insufficient_quota\\\"}\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
 )
@@ -46,11 +48,16 @@ func TestQuotaRecorded(t *testing.T) {
 		{"stream without event names", namelessSSE, "text/event-stream", "", 200, &Quota{Status: 200, Type: "rate_limit_exceeded", InStream: true}},
 		{"model text mentioning quota", textAboutQuota, "text/event-stream", "", 200, nil},
 		{"json success mentioning quota", openAIQuota, "application/json", "", 200, nil},
+		{"gemini resource exhausted", gemini429, "application/json", "", 429, &Quota{Status: 429, Type: "RESOURCE_EXHAUSTED"}},
+		{"gemini stream error", geminiSSE, "text/event-stream", "", 200, &Quota{Status: 200, Type: "RESOURCE_EXHAUSTED", InStream: true}},
 	}
 	for _, c := range cases {
 		api := AnthropicMessages
-		if strings.Contains(c.body, "response.") {
+		switch {
+		case strings.Contains(c.body, "response."):
 			api = OpenAIResponses
+		case strings.Contains(c.body, "RESOURCE_EXHAUSTED"):
+			api = GeminiAPI
 		}
 		// With a wire view, the view reads a stream's error events in
 		// the sniffer's place: the same quota either way.

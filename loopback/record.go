@@ -28,7 +28,7 @@ const (
 
 // Refusal reasons a Record carries.
 const (
-	RefusedNoPlaceholder    = "no-placeholder"    // no x-api-key, Authorization: Bearer or RunHeader (under PassThrough and NoCredential: no RunHeader)
+	RefusedNoPlaceholder    = "no-placeholder"    // no x-api-key, x-goog-api-key, Authorization: Bearer or RunHeader (under PassThrough and NoCredential: no RunHeader)
 	RefusedWrongPlaceholder = "wrong-placeholder" // a credential that is not this run's placeholder
 	RefusedEgress           = "egress-not-allowed"
 	RefusedEgressPlainHTTP  = "egress-plain-http" // an allowed host, but over http to a non-loopback host
@@ -38,6 +38,10 @@ const (
 	// RefusedPlaceholderInURL: the placeholder in the path or query, which
 	// is never forwarded.
 	RefusedPlaceholderInURL = "placeholder-in-url"
+	// RefusedKeyInQuery: a key parameter in the query (the Gemini API
+	// takes key=…), which is never forwarded: a credential goes in a
+	// header.
+	RefusedKeyInQuery = "key-in-query"
 	// RefusedPathNotAllowed: a method and path not on the allowlist
 	// (Config.AllowPaths): the token goes only where the model API is.
 	RefusedPathNotAllowed = "path-not-allowed"

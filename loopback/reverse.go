@@ -100,7 +100,7 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 	if ok, why := p.authorized(r.Header); !ok {
 		rec.Refused, rec.Status = why, http.StatusUnauthorized
-		where := "x-api-key or Authorization: Bearer"
+		where := "x-api-key, x-goog-api-key or Authorization: Bearer"
 		if p.ownCredential() {
 			where = RunHeader
 		}
@@ -167,6 +167,7 @@ func (p *Proxy) serveReverse(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	ws := p.wire.begin(order, rec.Start, r.Method, scrub(r.URL.Path, p.secrets()), resp)
+	ws.request(held)
 	whole := false
 	defer func() { ws.end(whole) }() // when the stream is aborted (a second end does nothing)
 	rec.UpstreamStatus = resp.StatusCode
@@ -321,6 +322,8 @@ func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Rea
 	case p.tokens == nil: // the child's own credential, or none
 	case p.cfg.Header == BearerHeader:
 		out.Header.Set("Authorization", "Bearer "+token)
+	case p.cfg.Header == GoogAPIKeyHeader:
+		out.Header.Set("X-Goog-Api-Key", token)
 	default:
 		out.Header.Set("X-Api-Key", token)
 	}
@@ -330,7 +333,9 @@ func (p *Proxy) outbound(r *http.Request, token string, held []byte, rest io.Rea
 	return out.WithContext(r.Context())
 }
 
-func credentialHeader(k string) bool { return k == "Authorization" || k == "X-Api-Key" }
+func credentialHeader(k string) bool {
+	return k == "Authorization" || k == "X-Api-Key" || k == "X-Goog-Api-Key"
+}
 
 // pathAllowed reports whether r is on the allowlist (an empty one allows
 // every path). The path is compared as it goes upstream, escaped, so that
@@ -341,7 +346,7 @@ func (p *Proxy) pathAllowed(r *http.Request) bool {
 	}
 	ep := r.URL.EscapedPath()
 	for _, rule := range p.paths {
-		if r.Method == rule.method && ep == rule.path {
+		if r.Method == rule.method && rule.matches(ep) {
 			return true
 		}
 	}
@@ -399,8 +404,9 @@ func (p *Proxy) holdsPlaceholder(s string) bool {
 
 // checkTarget refuses what the reverse endpoint must not forward, and says
 // why: a dot segment in the path (hasDotSegment), which could climb out of
-// the upstream's path prefix with the real token attached; and the
-// placeholder anywhere in the path or query.
+// the upstream's path prefix with the real token attached; the
+// placeholder anywhere in the path or query; and a key in the query (the
+// Gemini API's key=…), where a credential would travel in a URL.
 func (p *Proxy) checkTarget(u *url.URL) (refused, msg string) {
 	if hasDotSegment(u.Path) {
 		return RefusedPathDotSegment, "the request path has a . or .. segment (however encoded, or with a ;parameter), which could leave the upstream's path prefix"
@@ -408,7 +414,25 @@ func (p *Proxy) checkTarget(u *url.URL) (refused, msg string) {
 	if p.holdsPlaceholder(u.Path) || p.holdsPlaceholder(u.RawPath) || p.holdsPlaceholder(u.RawQuery) {
 		return RefusedPlaceholderInURL, "the request's path or query carries this run's placeholder, which never leaves this machine"
 	}
+	if keyInQuery(u.RawQuery) {
+		return RefusedKeyInQuery, "the request's query carries a key parameter, and a credential never travels in a URL (send it in a header)"
+	}
 	return "", ""
+}
+
+// keyInQuery reports whether a query names a key parameter, in any case
+// or encoding of its name.
+func keyInQuery(raw string) bool {
+	for _, kv := range strings.FieldsFunc(raw, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(kv, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "key") {
+			return true
+		}
+	}
+	return false
 }
 
 // maxDecodes bounds how often hasDotSegment percent-decodes a path.

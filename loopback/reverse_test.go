@@ -320,7 +320,7 @@ func TestRetriesOnceAfter401WithNewToken(t *testing.T) {
 
 // refusalWords are what the newer refusals must say, besides their name.
 var refusalWords = map[exit.Name]string{
-	RefuseModelAPIUnknown:    `is not one of anthropic-messages (Claude Code) and openai-responses (Codex)`,
+	RefuseModelAPIUnknown:    `is not one of anthropic-messages (Claude Code), openai-responses (Codex) and gemini-generate-content (Gemini CLI)`,
 	RefuseAllowPathMalformed: `; give METHOD /PATH, for example "POST /v1/messages"`,
 	RefuseCredentialsUnknown: `--child-key "bearer" is not one of attach (the child's key is the placeholder), pass-through`,
 	RefuseTokenNotUsed:       `--token-env TOK was given, but under --child-key`,

@@ -17,18 +17,23 @@ import (
 const (
 	AnthropicMessages = "anthropic-messages"
 	OpenAIResponses   = "openai-responses"
+	GeminiAPI         = "gemini-generate-content"
 )
 
 // ModelAPIPaths is the method and path (under the upstream's prefix) by
 // which the pinned vendors' clients reach api, in Config.AllowPaths' form:
-// Claude Code's POST /v1/messages, Codex's POST /v1/responses. Nil for an
-// api it does not know.
+// Claude Code's POST /v1/messages, Codex's POST /v1/responses, Gemini CLI's
+// POST /v1beta/models/MODEL:streamGenerateContent (its turns) and
+// :generateContent (the router's and other side calls). Nil for an api it
+// does not know.
 func ModelAPIPaths(api string) []string {
 	switch api {
 	case AnthropicMessages:
 		return []string{"POST /v1/messages"}
 	case OpenAIResponses:
 		return []string{"POST /v1/responses"}
+	case GeminiAPI:
+		return []string{"POST /v1beta/models/*:streamGenerateContent", "POST /v1beta/models/*:generateContent"}
 	}
 	return nil
 }
@@ -133,7 +138,23 @@ type Response struct {
 	// was read; some of its content is not held (Item.Truncated says
 	// which).
 	Truncated bool `json:"truncated,omitempty"`
+	// Asked is what the request offered the model, as the proxy read the
+	// body it forwarded: nil where the view does not read requests (only
+	// the Gemini API's, whose client says nothing of it in its own record)
+	// or the body was too large to hold.
+	Asked *Asked `json:"asked,omitempty"`
 }
+
+// Asked is a request's offer to the model: the tools it declared, and the
+// opening of its first user text (Gemini CLI's session context, which names
+// its workspace), bounded by maxAskedContext.
+type Asked struct {
+	Tools   []string `json:"tools"`
+	Context string   `json:"context,omitempty"`
+}
+
+// maxAskedContext bounds the first user text a request's Asked keeps.
+const maxAskedContext = 8 << 10
 
 // Usage is a response's token counts as the API reports them: Anthropic's
 // usage (message_start's, output_tokens as message_delta last says), the
@@ -256,6 +277,10 @@ type Wire struct {
 	streams []*wireStream // in the order their requests began
 	active  map[*wireStream]struct{}
 	calls   map[string][]callRef
+	// unbound are the tool calls the wire gave no id (the Gemini API leaves
+	// a functionCall's out, and the client makes its own), in the order
+	// they arrived, until Bind names them.
+	unbound []callRef
 	changed chan struct{} // closed and replaced when a stream advances, while someone waits
 }
 
@@ -273,6 +298,8 @@ func newWire(api string, limit int64) *Wire {
 		w.dialect = anthropicDialect{}
 	case OpenAIResponses:
 		w.dialect = responsesDialect{}
+	case GeminiAPI:
+		w.dialect = geminiDialect{}
 	}
 	return w
 }
@@ -483,11 +510,58 @@ func (s *wireStream) take(n int) bool {
 	return true
 }
 
-// register makes a tool call findable by Call.
+// register makes a tool call findable by Call, or by Bind when the wire
+// gave it no id.
 func (w *Wire) register(id string, s *wireStream, item int) {
 	w.mu.Lock()
-	w.calls[id] = append(w.calls[id], callRef{s, item})
+	if id == "" {
+		w.unbound = append(w.unbound, callRef{s, item})
+	} else {
+		w.calls[id] = append(w.calls[id], callRef{s, item})
+	}
 	w.mu.Unlock()
+}
+
+// Bind names the first tool call the wire gave no id, in the order the
+// model made them, that match accepts: id is its id from then on, by which
+// Call finds it and under which snapshots show it. A client that makes
+// its own ids for such calls (Gemini CLI) says so as it shows each call.
+// It reports whether a call was bound.
+func (w *Wire) Bind(id string, match func(Call) bool) bool {
+	if id == "" {
+		return false
+	}
+	w.mu.Lock()
+	refs := slices.Clone(w.unbound)
+	w.mu.Unlock()
+	for _, ref := range refs {
+		s := ref.s
+		s.mu.Lock()
+		v := s.itemView(&s.items[ref.item])
+		s.mu.Unlock()
+		if v.Call == nil || !match(*v.Call) {
+			continue
+		}
+		w.mu.Lock()
+		i := slices.Index(w.unbound, ref)
+		if i >= 0 {
+			w.unbound = slices.Delete(w.unbound, i, i+1)
+			w.calls[id] = append(w.calls[id], ref)
+		}
+		w.mu.Unlock()
+		if i < 0 {
+			continue // bound by another meanwhile
+		}
+		s.mu.Lock()
+		it := &s.items[ref.item]
+		it.callID = id
+		if it.view != nil && it.view.Call != nil {
+			it.view.Call.ID = id
+		}
+		s.mu.Unlock()
+		return true
+	}
+	return false
 }
 
 // wireDialect is what differs between the model APIs.
@@ -514,6 +588,9 @@ type wireDialect interface {
 	// that is a content delta in the API's exact shape, without gathering
 	// the event; false for anything else.
 	quick(ev string, data []byte) (quickDelta, bool)
+	// asked reads a request body's offer to the model; nil where the view
+	// reads no requests.
+	asked(body []byte) *Asked
 }
 
 // quickDelta is a content delta read from its data line: the block's
@@ -566,6 +643,9 @@ type wireStream struct {
 	read bool   // the JSON body has been read
 
 	quotaType string // the first quota error among the error events
+	// finished: the stream said its response is whole (a Gemini chunk
+	// with a finishReason), which a clean end of the body then completes.
+	finished bool
 }
 
 // begin is the stream for a response the upstream has started, or nil
@@ -597,6 +677,26 @@ func (w *Wire) begin(order uint64, start time.Time, method, path string, resp *h
 	w.active[s] = struct{}{}
 	w.mu.Unlock()
 	return s
+}
+
+// request reads the request the response answers (its body, held whole),
+// for Response.Asked.
+func (s *wireStream) request(body []byte) {
+	if s == nil || len(body) == 0 {
+		return
+	}
+	a := s.w.dialect.asked(body)
+	if a == nil {
+		return
+	}
+	n := len(a.Context)
+	for _, t := range a.Tools {
+		n += len(t)
+	}
+	s.w.held.Add(int64(n))
+	s.mu.Lock()
+	s.head.Asked = a
+	s.mu.Unlock()
 }
 
 // relay counts n bytes about to be written to the client.
@@ -656,6 +756,8 @@ func (s *wireStream) end(clean bool) {
 		s.head.End = EndCut
 	case s.head.Status >= 400:
 		s.head.End = EndFailed
+	case s.mode == bodySSE && s.finished:
+		s.head.End = EndCompleted // a Gemini stream: its end is a whole body after its finish
 	case s.mode == bodySSE:
 		s.head.End = EndCut // the API always ends a stream with its own end
 	default:
@@ -733,7 +835,7 @@ func (s *wireStream) readBody() {
 func (s *wireStream) addDecoded(v Item) {
 	s.w.held.Add(int64(itemCost + len(v.Text) + len(v.ID) + callSize(v.Call)))
 	s.items = append(s.items, wireItem{kind: v.Kind, typ: v.Type, complete: true, view: &v})
-	if v.Call != nil && v.Call.ID != "" {
+	if v.Call != nil {
 		s.w.register(v.Call.ID, s, len(s.items)-1)
 	}
 }
@@ -862,7 +964,7 @@ func (s *wireStream) newItem(it wireItem) int {
 	s.w.held.Add(int64(itemCost + len(it.id) + len(it.callID) + len(it.name) + len(it.namespace)))
 	s.items = append(s.items, it)
 	i := len(s.items) - 1
-	if it.kind == KindToolCall && it.callID != "" {
+	if it.kind == KindToolCall {
 		s.w.register(it.callID, s, i)
 	}
 	return i

@@ -31,6 +31,9 @@ func (anthropicDialect) typeOf(ev string, dataType []byte) string {
 }
 
 // skip: every event of a Messages stream the SDK takes is read.
+// asked: the view reads no requests of this API.
+func (anthropicDialect) asked([]byte) *Asked { return nil }
+
 func (anthropicDialect) skip([]byte) bool { return false }
 
 // knownName is the one of names that ev spells, or "-".

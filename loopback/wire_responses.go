@@ -34,6 +34,9 @@ func (responsesDialect) typeOf(_ string, dataType []byte) string {
 // deltas, most of a stream, which the done items repeat) is not gathered.
 // The type is read in the API's own shape only; any other event is
 // gathered and its type read whole.
+// asked: the view reads no requests of this API.
+func (responsesDialect) asked([]byte) *Asked { return nil }
+
 func (responsesDialect) skip(data []byte) bool {
 	const head = `{"type":"`
 	if len(data) < len(head) || string(data[:len(head)]) != head {

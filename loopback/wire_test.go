@@ -73,6 +73,14 @@ func wireCases() []wireCase {
 			Complete: true, Response: resp, Emitted: 1}}
 	responsesHead := Response{Method: "POST", Path: "/v1/x", Status: 200, Stream: true, ID: resp, Model: "gpt-5.5"}
 
+	gresp := "Xf3SaO7gMpqz_uMP0NXMqQs"
+	geminiHead := Response{Method: "POST", Path: "/v1/x", Status: 200, Stream: true, ID: gresp, Model: "gemini-3.8-flash"}
+	geminiCall := func(id, name, input string) Item {
+		return Item{Kind: KindToolCall, Type: "functionCall", Complete: true, Call: &Call{ID: id, Name: name,
+			Input: json.RawMessage(input), InputForm: InputJSON, Complete: true, Response: gresp, Emitted: 1}}
+	}
+	unbound := func(it Item) Item { it.Call.Emitted = 2; return it } // the two calls without an id share ""
+
 	return []wireCase{
 		{"anthropic-tool.sse", AnthropicMessages, 200, with(anthropicHead, func(r *Response) {
 			r.StopReason, r.End = "tool_use", EndCompleted
@@ -123,6 +131,24 @@ func wireCases() []wireCase {
 			r.Stream, r.StopReason, r.End, r.Usage = false, "completed", EndCompleted, &Usage{InputTokens: 329, OutputTokens: 99}
 			r.Items = []Item{reasoning, message, fc, ctc, bad}
 		})},
+		{"gemini-tool.sse", GeminiAPI, 200, with(geminiHead, func(r *Response) {
+			r.StopReason, r.End, r.Usage = "STOP", EndCompleted, &Usage{InputTokens: 3120, OutputTokens: 120, CacheReadTokens: 2048}
+			r.Items = []Item{{Kind: KindReasoning, Type: "thought", Complete: true},
+				{Kind: KindText, Type: "text", Text: "I will read `notes.txt` — \"quoted\" and\nthen answer ✓ 😀.", Complete: true},
+				{Kind: KindReasoning, Type: "thought", Complete: true}, // a thought does not part the text around it
+				unbound(geminiCall("", "mcp_metaharness_read_file", `{"max_bytes":4096,"opts":{"a":[true,null,"é\n"],"z":1.50},"path":"notes.txt"}`)),
+				geminiCall("read_file__call-7", "read_file", `{"file_path":"a.txt"}`),
+				unbound(geminiCall("", "list_directory", `{}`))}
+		})},
+		{"gemini-cut.sse", GeminiAPI, 200, Response{Method: "POST", Path: "/v1/x", Status: 200, Stream: true, ID: "cut-1", Model: "gemini-2.5-flash",
+			End: EndCut, Items: []Item{{Kind: KindText, Type: "text", Text: "Hello"}}}},
+		{"gemini-error.sse", GeminiAPI, 200, Response{Method: "POST", Path: "/v1/x", Status: 200, Stream: true, ID: "err-1", Model: "gemini-2.5-flash",
+			End: EndFailed, ErrorType: "RESOURCE_EXHAUSTED", Items: []Item{{Kind: KindText, Type: "text", Text: "Hel"}}}},
+		{"gemini-body.json", GeminiAPI, 200, Response{Method: "POST", Path: "/v1/x", Status: 200, ID: "r0uter-9zVQ", Model: "gemini-3.5-flash-lite",
+			StopReason: "STOP", End: EndCompleted, Usage: &Usage{InputTokens: 812, OutputTokens: 19},
+			Items: []Item{{Kind: KindText, Type: "text", Text: `{"complexity_reasoning": "Simple read operation.", "complexity_score": 10}`, Complete: true}}}},
+		{"gemini-429.json", GeminiAPI, 429, Response{Method: "POST", Path: "/v1/x", Status: 429, Items: []Item{},
+			End: EndFailed, ErrorType: "RESOURCE_EXHAUSTED"}},
 	}
 }
 

@@ -21,15 +21,21 @@ type Carriage struct {
 	// (catalogue-name-reserved).
 	ReservedNames, ReservedPrefixes []string
 	ReservedWhy                     string
+	// MaxPublished, when not 0, is the longest published name the kind's
+	// harness passes on to the model as it is, and MaxWhy says why
+	// (catalogue-name-too-long).
+	MaxPublished int
+	MaxWhy       string
 }
 
 // CheckFor applies the refusals that depend on the run rather than on the
 // file (the seed's --catalogue section), first match reported:
 // catalogue-not-carried on a kind that carries none,
-// catalogue-with-allow-program beside --allow-program, and
+// catalogue-with-allow-program beside --allow-program,
 // catalogue-name-reserved for an entry published under a name the kind
-// reserves. (catalogue-needs-owned-surface reads only the flags, so the
-// run's spec checks refuse it before the file is read.)
+// reserves, and catalogue-name-too-long for one its harness would cut.
+// (catalogue-needs-owned-surface reads only the flags, so the run's spec
+// checks refuse it before the file is read.)
 func (c *Contract) CheckFor(carriage Carriage, allowPrograms []string) error {
 	if carriage.NotCarried != "" {
 		return exit.Refuse(RefuseNotCarried, "--catalogue %s: %s", c.Source, carriage.NotCarried)
@@ -45,6 +51,9 @@ func (c *Contract) CheckFor(carriage Carriage, allowPrograms []string) error {
 		}
 		if reserved {
 			return exit.Refuse(RefuseNameReserved, "--catalogue %s: entry %s is published as %s, %s; give it another renderings.mcp", c.Source, e.Name, p, carriage.ReservedWhy)
+		}
+		if carriage.MaxPublished > 0 && len(p) > carriage.MaxPublished {
+			return exit.Refuse(RefuseNameTooLong, "--catalogue %s: entry %s is published as %s, %d characters, and this kind passes on at most %d: %s; give it a shorter renderings.mcp", c.Source, e.Name, p, len(p), carriage.MaxPublished, carriage.MaxWhy)
 		}
 	}
 	return nil

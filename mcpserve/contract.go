@@ -35,6 +35,7 @@ const (
 	RefuseNeedsOwnedSurface          exit.Name = "catalogue-needs-owned-surface"
 	RefuseWithAllowProgram           exit.Name = "catalogue-with-allow-program"
 	RefuseNameReserved               exit.Name = "catalogue-name-reserved"
+	RefuseNameTooLong                exit.Name = "catalogue-name-too-long"
 	RefuseCatalogueEntryNotPerformed exit.Name = "catalogue-entry-not-performed"
 
 	RefuseWorkspaceUnusable         exit.Name = "workspace-unusable"

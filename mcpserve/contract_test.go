@@ -230,6 +230,24 @@ entries:
 	wantRefusal(t, c.CheckFor(notCarried, nil), RefuseNotCarried, "--catalogue tools.yaml: this loop publishes its own catalogue")
 }
 
+// TestCheckForNameLength: a kind whose harness cuts long names refuses an
+// entry published past its bound, naming the entry, its length and why.
+func TestCheckForNameLength(t *testing.T) {
+	bounded := Carriage{MaxPublished: 10, MaxWhy: "the harness cuts longer ones"}
+	c, err := ParseContract("t.yaml", []byte("format: metaharness.tool-contract/1\nentries: [{name: a, summary: M., input: {type: object}, renderings: {mcp: eleven_char}}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRefusal(t, c.CheckFor(bounded, nil), RefuseNameTooLong, "entry a is published as eleven_char, 11 characters, and this kind passes on at most 10: the harness cuts longer ones")
+	if err := c.CheckFor(carried, nil); err != nil {
+		t.Errorf("no bound where the kind gives none: %v", err)
+	}
+	c, _ = ParseContract("t.yaml", []byte("format: metaharness.tool-contract/1\nentries: [{name: a, summary: M., input: {type: object}, renderings: {mcp: ten_charss}}]\n"))
+	if err := c.CheckFor(bounded, nil); err != nil {
+		t.Errorf("a name at the bound: %v", err)
+	}
+}
+
 func TestCheckForReservedNames(t *testing.T) {
 	for _, tc := range []struct {
 		entry, want string

@@ -9,7 +9,8 @@ import (
 
 // hookCmd is a kind's hook program, found in launcher/kinds/hooks by the
 // verb it is started as (the verb's name in main.go), so that no verb
-// imports a kind's hook package: the b10x loop's before-call hook answers
+// imports a kind's hook package: Gemini CLI's BeforeTool hook always
+// exits 0, its answer on stdout; the b10x loop's before-call hook answers
 // with its exit status.
 type hookCmd struct {
 	Socket string `required:"" help:"The run's decision channel."`
@@ -29,3 +30,8 @@ func (c *hookCmd) runAs(verb string, e *env) (exit.Code, error) {
 type b10xHookCmd struct{ hookCmd }
 
 func (c *b10xHookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-b10x-hook", e) }
+
+// geminiHookCmd is Gemini CLI's BeforeTool hook a gemini run installs.
+type geminiHookCmd struct{ hookCmd }
+
+func (c *geminiHookCmd) run(e *env) (exit.Code, error) { return c.runAs("internal-gemini-hook", e) }

@@ -21,7 +21,7 @@ import (
 
 type loopbackCmd struct {
 	Upstream     string   `required:"" placeholder:"URL" help:"The model API root: https (or http on a loopback host), e.g. https://api.anthropic.com. A path prefix is kept."`
-	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (the default; an Anthropic API key) or bearer (OpenAI)."`
+	UpstreamAuth string   `name:"upstream-auth" placeholder:"STYLE" default:"x-api-key" help:"How the upstream takes the token: x-api-key (the default; an Anthropic API key), bearer (OpenAI) or x-goog-api-key (the Gemini API)."`
 	ChildKey     string   `name:"child-key" placeholder:"MODE" help:"What becomes of the child's key: attach (default: its key is the placeholder, the real token is attached), pass-through (its own key goes upstream unchanged) or none (its key is taken out, nothing attached). Under pass-through and none the child proves it is yours with the placeholder in an X-Metaharness-Run header, and no token source is given."`
 	TokenEnv     string   `name:"token-env" placeholder:"NAME" help:"The environment variable holding the upstream's token."`
 	TokenFile    string   `name:"token-file" placeholder:"PATH" help:"A file holding the upstream's token (trimmed); re-read after an upstream 401."`
@@ -29,8 +29,8 @@ type loopbackCmd struct {
 	Listen       string   `placeholder:"HOST:PORT" help:"Loopback address to listen on (default 127.0.0.1:0, an ephemeral port)."`
 	Unix         string   `placeholder:"PATH" help:"Listen on this new unix socket instead (Claude Code only)."`
 	AllowEgress  []string `name:"allow-egress" sep:"none" placeholder:"HOST" help:"A host (HOST or HOST:PORT) the child may reach through the egress gate; repeatable. None by default."`
-	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code) or openai-responses (Codex). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's request: POST /v1/messages or POST /v1/responses. Default: none; nothing is read."`
-	AllowPath    []string `name:"allow-path" sep:"none" placeholder:"'METHOD /PATH'" help:"A request the proxy forwards with the token, e.g. 'POST /v1/messages' (any query); repeatable. Every other one is answered 403. Default: all paths, or the --model-api's own."`
+	ModelAPI     string   `name:"model-api" placeholder:"API" help:"The model API the upstream speaks: anthropic-messages (Claude Code), openai-responses (Codex) or gemini-generate-content (Gemini CLI). The proxy reads the model's answers (a wire line is printed before the counters) and, unless --allow-path is given, forwards only that API's requests: POST /v1/messages, POST /v1/responses, or POST /v1beta/models/*:streamGenerateContent and :generateContent. Default: none; nothing is read."`
+	AllowPath    []string `name:"allow-path" sep:"none" placeholder:"'METHOD /PATH'" help:"A request the proxy forwards with the token, e.g. 'POST /v1/messages' (any query; a * stands for the characters of one path segment); repeatable. Every other one is answered 403. Default: all paths, or the --model-api's own."`
 	OTLPEndpoint string   `name:"otlp-endpoint" placeholder:"URL" help:"Export each request (method, path, status, bytes and, with --model-api, the model and token usage) as an OpenTelemetry span to this collector (OTLP; default $OTEL_EXPORTER_OTLP_ENDPOINT, with its _PROTOCOL and _HEADERS); a telemetry line before the counters says what was delivered."`
 }
 

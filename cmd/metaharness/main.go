@@ -37,8 +37,9 @@ type cli struct {
 	Project      projectCmd      `cmd:"" help:"Project an event stream into a trace-ir/1 document or an HTML page. No model, network or credential."`
 	Audit        auditCmd        `cmd:"" help:"Verify a run's signed statement (--verify FILE --key PUB: exit 0 when it holds, 1 when it does not); an audit of a foreign transcript is refused. No model, network or credential."`
 
-	InternalB10xHook b10xHookCmd `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`
-	InternalInit     initCmd     `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
+	InternalB10xHook b10xHookCmd   `cmd:"" name:"internal-b10x-hook" hidden:"" help:"The b10x loop's before-call hook a run under frame or ask installs (internal)."`
+	InternalGemini   geminiHookCmd `cmd:"" name:"internal-gemini-hook" hidden:"" help:"The Gemini CLI BeforeTool hook a run installs (internal)."`
+	InternalInit     initCmd       `cmd:"" name:"internal-init" hidden:"" help:"PID 1 of a confined child, started by metaharness itself (internal)."`
 }
 
 // env is what a verb may touch: its streams, its environment and the

@@ -24,6 +24,7 @@ func TestMain(m *testing.M) {
 		"metaharness":  checkedMain,
 		"claude":       fakevendor.ClaudeMain,
 		"codex":        fakevendor.CodexMain,
+		"gemini":       fakevendor.GeminiMain,
 		"b10x-harness": b10xstandin.MainFromTestscript,
 		"embedder":     embedderMain,
 	})

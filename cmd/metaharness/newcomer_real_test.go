@@ -88,9 +88,9 @@ func TestNewcomerFirstRunReal(t *testing.T) {
 
 // TestReadmeKeylessFirstRun runs the README's first own run as written:
 // its install-and-build block, then its keyless block (the scripted model
-// and `run claude`, then `run codex`, each inside scripts/loopback-only), in
-// a copy of the clone with a fresh HOME, as a newcomer would. Each run
-// answers the script's text and audits ok.
+// and `run claude`, then `run codex`, then `run gemini`, each inside
+// scripts/loopback-only), in a copy of the clone with a fresh HOME, as a
+// newcomer would. Each run answers the script's text and audits ok.
 func TestReadmeKeylessFirstRun(t *testing.T) {
 	tools := vendortest.Tools(t)
 	vendortest.RequireLoopbackOnly(t)
@@ -124,13 +124,14 @@ func TestReadmeKeylessFirstRun(t *testing.T) {
 		{stderr.String(), "audit verdict: ok (exit 0)"},
 		{stderr.String(), "scriptedmodel: request 1: POST /v1/messages: turn 1 of 1"},
 		{stderr.String(), "scriptedmodel: request 1: POST /v1/responses: turn 1 of 1"},
+		{stderr.String(), ":streamGenerateContent: turn 1 of 1"},
 	} {
 		if !strings.Contains(want.in, want.what) {
 			t.Errorf("the output lacks %q\nstdout:\n%s\nstderr:\n%s", want.what, stdout.String(), stderr.String())
 		}
 	}
-	if n := strings.Count(stdout.String(), `"event":"stream.closed"`); n != 2 {
-		t.Errorf("%d event streams closed, want 2 (claude, codex)", n)
+	if n := strings.Count(stdout.String(), `"event":"stream.closed"`); n != 3 {
+		t.Errorf("%d event streams closed, want 3 (claude, codex, gemini)", n)
 	}
 }
 

@@ -28,7 +28,7 @@ type projectCmd struct {
 	Out         string   `placeholder:"FILE" help:"Write the document to FILE (it must not exist yet) instead of stdout." type:"path"`
 	HTML        string   `name:"html" placeholder:"PAGE" help:"Render the run (or both runs) as one static page at PAGE (it must not exist yet): the verdict first, the attestation's rows, a timeline, the model requests, the warnings, the tool calls and the events; two runs side by side, their differences marked."`
 	Attestation []string `name:"attestation" sep:"none" placeholder:"FILE" help:"With --html: the run's attestation document (run --attestation FILE), which holds the verdicts, the exit code and the loopback proxy's records; given once per EVENTS, each matched to the stream of its run. A stream named metaharness-events.jsonl (--records-dir) is paired with the metaharness-attestation.json beside it unless this names one." type:"path"`
-	From        string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
+	From        string   `placeholder:"FORMAT" help:"Read EVENTS as a raw vendor record in FORMAT through the kind's own reader: claude-stream-json (Claude Code's stream-json), codex-app-server (a codex run's retained JSON-RPC conversation), gemini-stream-json (Gemini CLI's stream-json) or b10x-jsonl (b10x-harness's --json record). Default: EVENTS is a metaharness event stream."`
 }
 
 func (c *projectCmd) run(e *env) (exit.Code, error) {

@@ -51,6 +51,11 @@ var phraseAllowed = map[string][]string{
 	"launcher/claude/transcript.go": {`"rate_limit_event"`, "`json:\"rateLimitType\"`", "`json:\"rate_limit_info\"`"},
 	"launcher/codex/plan.go":        {`"account/rateLimits/updated"`},
 	"launcher/codex/transcript.go":  {`"account/rateLimits/updated"`},
+	// The operator CLI's host smoke (auto-harness, never a session's
+	// Command, so never in a session's output a fleet reads): the seed's
+	// words for a provider it found out of quota, and the control plane's
+	// error code it reads and names as the provider's failure.
+	"autoharness/operator/smoke.go": {`"provider account hit its usage limit"`, `"usage_limit"`, `"usage_limit"`},
 	// The scripted model's error type for a 429, as Anthropic names it.
 	"conformance/scripted/script.go": {`"rate_limit_error"`},
 }

@@ -105,7 +105,7 @@ func TestRunClaudeCommandsReachLess(t *testing.T) {
 			if !strings.Contains(out, "FORGED-DECISION: 000\n") || !strings.Contains(out, "SOCKET: absent") {
 				t.Errorf("the forged decision request connected, or the decision socket was there:\n%s", out)
 			}
-			reachHeld(t, res, up, attest.ModelRequestNotVendor)
+			reachHeld(t, res, up, claudeForged, "toolu_0001", attest.ModelRequestNotVendor)
 		})
 	}
 }
@@ -127,7 +127,7 @@ func TestRunClaudeUnconfinedCommandsCannotAskTheModel(t *testing.T) {
 	if !strings.Contains(out, "METAHARNESS_DECISION_TOKEN") || !strings.Contains(out, "FORGED-DECISION: 403\n") {
 		t.Errorf("unconfined, the command's decision request should be refused 403 as not the vendor's:\n%s", out)
 	}
-	reachHeld(t, res, up, attest.ModelRequestNotVendor, attest.DecisionNotVendor)
+	reachHeld(t, res, up, claudeForged, "toolu_0001", attest.ModelRequestNotVendor, attest.DecisionNotVendor)
 }
 
 // codexOwnRequest posts a model request of the agent's, with codex's
@@ -263,13 +263,14 @@ func portLines(out string) (open, refused []string) {
 	return open, refused
 }
 
-// reachHeld: the agent's own model request never reached the upstream,
-// the only call decided is the model's, each code is among the warnings,
-// and the audit's H13 is a gap (exit 1).
-func reachHeld(t *testing.T, res *runResult, up *scripted.Server, codes ...string) {
+// reachHeld: the agent's own model request (its body holding forged)
+// never reached the upstream, no call but the model's was decided, and
+// that once (modelCall, when its id is known; else exactly one call),
+// each code is among the warnings, and the audit's H13 is a gap (exit 1).
+func reachHeld(t *testing.T, res *runResult, up *scripted.Server, forged, modelCall string, codes ...string) {
 	t.Helper()
 	for _, r := range up.Requests() {
-		if bytes.Contains(r.Body, []byte(`"tool_choice":{"type":"tool","name":"Bash"}`)) {
+		if bytes.Contains(r.Body, []byte(forged)) {
 			t.Error("the agent's own model request reached the upstream")
 		}
 	}
@@ -277,8 +278,12 @@ func reachHeld(t *testing.T, res *runResult, up *scripted.Server, codes ...strin
 	for _, ev := range res.find("tool.decided") {
 		decided[ev.(*record.ToolDecided).CallID]++
 	}
-	if len(decided) > 1 || (len(decided) == 1 && decided["toolu_0001"] != 1) {
-		t.Errorf("decisions by call %v, want the model's call once at most", decided)
+	once := len(decided) == 1
+	for _, n := range decided {
+		once = once && n == 1
+	}
+	if modelCall != "" && (len(decided) > 1 || len(decided) == 1 && decided[modelCall] != 1) || modelCall == "" && !once {
+		t.Errorf("decisions by call %v, want the model's call once", decided)
 	}
 	warned := map[string]bool{}
 	for _, ev := range res.find("warning") {
@@ -293,3 +298,6 @@ func reachHeld(t *testing.T, res *runResult, up *scripted.Server, codes ...strin
 		t.Errorf("exit %d, want the audit's gap on H13:\n%s", res.code, res.stderr)
 	}
 }
+
+// claudeForged is what the agent's own Messages API request forces.
+const claudeForged = `"tool_choice":{"type":"tool","name":"Bash"}`

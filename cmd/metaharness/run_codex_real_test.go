@@ -81,7 +81,11 @@ func TestRunCodexWithAThousandEntries(t *testing.T) {
 
 // captureCodexC2 copies a codex run's retained transcript into the C2
 // vectors under METAHARNESS_CAPTURE_C2 (see captureC2).
-func captureCodexC2(t *testing.T, retain, name string) {
+func captureCodexC2(t *testing.T, retain, name string) { captureKindC2(t, retain, "codex", name) }
+
+// captureKindC2 copies a run's retained transcript into kind's C2 vectors
+// under METAHARNESS_CAPTURE_C2 (see captureC2).
+func captureKindC2(t *testing.T, retain, kind, name string) {
 	if os.Getenv("METAHARNESS_CAPTURE_C2") == "" || t.Failed() {
 		return
 	}
@@ -89,7 +93,7 @@ func captureCodexC2(t *testing.T, retain, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("..", "..", "conformance", "testdata", "c2", "codex")
+	dir := filepath.Join("..", "..", "conformance", "testdata", "c2", kind)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -428,8 +428,22 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	if len(decided) != 2 {
 		t.Fatalf("the embedder was asked about %v, want Bash and Read", decided)
 	}
+	askModeHeld(t, o, res, up, "append-system-prompt")
+	first := up.Requests()[0]
+	if !bytes.Contains(first.Body, []byte("the release is on Friday")) || !bytes.Contains(first.Body, []byte(`context-file-1 path=\"notes.md\"`)) {
+		t.Error("the context file did not reach the model's system prompt")
+	}
+}
+
+// askModeHeld: in an ask-mode run of a shell call the embedder denied and
+// a read of notes.md it allowed, the shell ran nothing and the model was
+// told why, the read's result reached it, every command was answered,
+// each call decided once at the hook, and notes.md went in as a context
+// file by the kind's channel.
+func askModeHeld(t *testing.T, o *operator, res *runResult, up *scripted.Server, channel string) {
+	t.Helper()
 	if _, err := os.Stat(filepath.Join(o.tree, "pwned")); err == nil {
-		t.Error("the denied Bash call ran")
+		t.Error("the denied shell call ran")
 	}
 	results := modelSaw(up)
 	if len(results) != 2 || !strings.Contains(results[0], "no shell in this step") || !strings.Contains(results[1], "the release is on Friday") {
@@ -441,12 +455,8 @@ func TestRunClaudeAskModeNativeTools(t *testing.T) {
 	}
 	o.onePerCall(res, 2)
 	started := res.find("session.started")[0].(*record.SessionStarted)
-	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != "append-system-prompt" || started.ContextFiles[0].Path != "notes.md" {
+	if len(started.ContextFiles) != 1 || started.ContextFiles[0].Channel != channel || started.ContextFiles[0].Path != "notes.md" {
 		t.Errorf("context_files %+v", started.ContextFiles)
-	}
-	first := up.Requests()[0]
-	if !bytes.Contains(first.Body, []byte("the release is on Friday")) || !bytes.Contains(first.Body, []byte(`context-file-1 path=\"notes.md\"`)) {
-		t.Error("the context file did not reach the model's system prompt")
 	}
 }
 
@@ -685,18 +695,7 @@ func TestRunClaudeChildKilled(t *testing.T) { killedChild(t, claudeStoppable(t))
 // METAHARNESS_CAPTURE_C2 is set (then `go test ./conformance -run TestC2
 // -update` writes the expected streams): real Claude Code output, captured
 // against the scripted server, replayed byte for byte ever after.
-func captureC2(t *testing.T, retain, name string) {
-	if os.Getenv("METAHARNESS_CAPTURE_C2") == "" || t.Failed() {
-		return
-	}
-	b, err := os.ReadFile(filepath.Join(retain, "transcript.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join("..", "..", "conformance", "testdata", "c2", "claude", name+".in.jsonl"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func captureC2(t *testing.T, retain, name string) { captureKindC2(t, retain, "claude", name) }
 
 // TestRunClaudeObserveMode: observe allows every call through the hook
 // seam and names the mode that did; the attestation states the grant.

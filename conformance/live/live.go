@@ -1,6 +1,7 @@
 // Package live is the built-in governed session that `make demo` shows and
-// `conformance KIND --live` judges: the installed vendor (Claude Code, or
-// Codex through app-server) against the scripted model speaking its API,
+// `conformance KIND --live` judges: the installed vendor (Claude Code,
+// Codex through app-server, or Gemini CLI) against the scripted model
+// speaking its API,
 // through the loopback proxy, with a tool contract, a sealed frame
 // admitting reading only, --scratch-cwd and an audit. No credential, and
 // nothing leaves loopback.
@@ -71,7 +72,7 @@ func Carried(kind string) error {
 		return fmt.Errorf("no kind %q", kind)
 	}
 	switch api := k.Descriptor().ModelAPI; api {
-	case scripted.AnthropicMessages, scripted.OpenAIResponses:
+	case scripted.AnthropicMessages, scripted.OpenAIResponses, scripted.GeminiAPI:
 		return nil
 	case "":
 		return fmt.Errorf("%s dials its model API itself, so no loopback proxy stands between it and a scripted model", kind)

@@ -1,11 +1,12 @@
 // Package scripted holds the scripted model servers: a fake Anthropic
-// Messages API and a fake OpenAI Responses API, each answering from a short
-// script and recording every request. The demo, `conformance --live` and
+// Messages API, a fake OpenAI Responses API and a fake Gemini API, each
+// answering from a short script and recording every request. The demo, `conformance --live` and
 // every real-client test point the vendor CLIs at them (usually through the
 // loopback proxy), so no test needs a model, a network or a credential.
 //
-// How a turn is chosen: every model request (POST …/v1/messages or
-// POST …/responses) consumes the next turn of the script, in order. A request
+// How a turn is chosen: every model request (POST …/v1/messages,
+// POST …/responses or POST …:streamGenerateContent) consumes the next turn
+// of the script, in order; a Gemini side call asking for JSON consumes none. A request
 // past the end answers Script.Final as text ("done" when empty). Any other
 // request (a probe, a models listing) answers 404 and consumes nothing; it is
 // still recorded.
@@ -58,11 +59,15 @@ type Turn struct {
 // ToolCall asks the client to call a tool. Name is the tool as the model
 // sees it: for Claude Code an MCP tool is mcp__<server>__<tool>; for Codex an
 // MCP tool is Name <tool> in Namespace mcp__<server>, while an app-server
-// dynamic tool has no namespace.
+// dynamic tool has no namespace; for Gemini CLI an MCP tool is
+// mcp_<server>_<tool>.
 type ToolCall struct {
 	Name      string          `json:"name"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	Namespace string          `json:"namespace,omitempty"`
+	// ID, on the Gemini API, is the functionCall's id; by default it has
+	// none, as the API gives none, and the client makes its own.
+	ID string `json:"id,omitempty"`
 	// Freeform, on the Responses API, makes the call a custom (freeform)
 	// tool call whose input is this text, the way codex's apply_patch is
 	// called; Input is then unused.

@@ -397,3 +397,76 @@ func FuzzParseScript(f *testing.F) {
 		}
 	})
 }
+
+// TestGeminiServer: a turn is answered as data-only events of whole
+// responses, the text cut in two and the finish on the last; a tool call
+// has no id unless the script names one; a side call asking for JSON is
+// answered from its schema without a turn; the tool results the client
+// hands back are read; an error turn is the API's error shape.
+func TestGeminiServer(t *testing.T) {
+	srv := NewGeminiServer(Script{Turns: []Turn{
+		{Text: "héllo", ToolCall: &ToolCall{Name: "read_file", Input: json.RawMessage(`{"file_path":"a"}`)}},
+		{ToolCall: &ToolCall{Name: "list_directory", ID: "c1"}},
+		{Error: &ErrorTurn{Status: 429, Message: "slow"}},
+	}}, RequireKey("k"))
+	defer srv.Close()
+	key := map[string]string{"x-goog-api-key": "k"}
+	whole := func(url, body string) (int, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("X-Goog-Api-Key", "k")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	_, sideBody := whole(srv.URL()+"/v1beta/models/m-1:generateContent",
+		`{"contents":[],"generationConfig":{"responseJsonSchema":{"type":"object","properties":{"score":{"type":"INTEGER"},"why":{"type":"string"},"pick":{"enum":["flash","pro"]}}}}}`)
+	var side struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct{ Text string } `json:"parts"`
+			} `json:"content"`
+		} `json:"candidates"`
+	}
+	if err := json.Unmarshal(sideBody, &side); err != nil {
+		t.Fatal(err)
+	}
+	_, events := post(t, srv.URL()+"/v1beta/models/m-1:streamGenerateContent?alt=sse", key,
+		`{"contents":[{"role":"user","parts":[{"text":"go"}]},{"role":"model","parts":[{"functionCall":{"name":"x","args":{}}}]},{"role":"user","parts":[{"functionResponse":{"id":"x__1","name":"x","response":{"output":"fine"}}},{"functionResponse":{"name":"y","response":{"error":"no"}}}]}],"tools":[{"functionDeclarations":[{"name":"read_file"},{"name":"list_directory"}]}]}`)
+	if len(events) != 3 || events[0].name != "" {
+		t.Fatalf("events %+v", events)
+	}
+	texts := ""
+	for _, e := range events[:2] {
+		parts := e.data["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any)
+		texts += parts[0].(map[string]any)["text"].(string)
+	}
+	last := events[2].data["candidates"].([]any)[0].(map[string]any)
+	call := last["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)["functionCall"].(map[string]any)
+	if texts != "héllo" || last["finishReason"] != "STOP" || call["name"] != "read_file" || call["id"] != nil || events[2].data["usageMetadata"] == nil {
+		t.Fatalf("texts %q, last %v", texts, last)
+	}
+	_, events = post(t, srv.URL()+"/v1beta/models/m-1:streamGenerateContent?alt=sse", key, `{"contents":[]}`)
+	if got := events[0].data["candidates"].([]any)[0].(map[string]any)["content"].(map[string]any)["parts"].([]any)[0].(map[string]any)["functionCall"].(map[string]any)["id"]; got != "c1" {
+		t.Fatalf("the script's id: %v", got)
+	}
+	if status, body := whole(srv.URL()+"/v1beta/models/m-1:streamGenerateContent?alt=sse", `{"contents":[]}`); status != 429 || !strings.Contains(string(body), `"status":"RESOURCE_EXHAUSTED"`) {
+		t.Fatalf("error turn: %d %s", status, body)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 || reqs[0].Turn != SideCall || !reqs[0].Side || reqs[1].Turn != 0 || reqs[1].Model != "m-1" || !reqs[1].Stream {
+		t.Fatalf("requests %+v", reqs)
+	}
+	want := []ToolResult{{CallID: "x__1", Content: "fine"}, {CallID: "y", Content: "no", IsError: true}}
+	if d := cmp.Diff(want, reqs[1].ToolResults); d != "" || strings.Join(reqs[1].Tools, ",") != "read_file,list_directory" || strings.Join(reqs[1].UserTexts, ",") != "go" {
+		t.Fatalf("parsed %+v %v %v", reqs[1].ToolResults, reqs[1].Tools, reqs[1].UserTexts)
+	}
+	var got map[string]any
+	if len(side.Candidates) != 1 || json.Unmarshal([]byte(side.Candidates[0].Content.Parts[0].Text), &got) != nil ||
+		got["score"] != float64(1) || got["why"] != "scripted" || got["pick"] != "flash" {
+		t.Fatalf("side call answered %+v", side)
+	}
+}

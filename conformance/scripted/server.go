@@ -23,6 +23,9 @@ const (
 	// NotAnswered: the request was not a model request, or was refused
 	// (wrong key, unreadable body); it consumed no turn.
 	NotAnswered = -2
+	// SideCall: a model request that asked for JSON beside the turns
+	// (Gemini CLI's router), answered from its schema; it consumed no turn.
+	SideCall = -3
 )
 
 // maxBody bounds a recorded request body (vendor APIs cap requests near here).
@@ -47,6 +50,10 @@ type Request struct {
 	// UserTexts are the texts of the user messages the request carries, in
 	// order (where a steer or an injected message shows up).
 	UserTexts []string
+	// Side: a side call asking for JSON (Turn SideCall); sideSchema is the
+	// schema it asked for.
+	Side       bool
+	sideSchema json.RawMessage
 	// Turn is the script index answered, PastEnd or NotAnswered.
 	Turn   int
 	Status int // the status answered
@@ -62,10 +69,13 @@ type ToolResult struct {
 	IsError bool
 }
 
-// Credential is the key the request carried: x-api-key, else the bearer
-// token of Authorization, else "".
+// Credential is the key the request carried: x-api-key, else
+// x-goog-api-key, else the bearer token of Authorization, else "".
 func (r Request) Credential() string {
 	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	if k := r.Header.Get("X-Goog-Api-Key"); k != "" {
 		return k
 	}
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
@@ -96,7 +106,7 @@ func RequireKey(key string) Option { return func(o *options) { o.key = key } }
 // client process while the client is certainly running.
 func OnRequest(hook func(Request)) Option { return func(o *options) { o.hook = hook } }
 
-// dialect is what differs between the two vendor APIs.
+// dialect is what differs between the vendor APIs.
 type dialect interface {
 	isModelRequest(r *http.Request) bool
 	parse(body []byte, req *Request)
@@ -154,12 +164,23 @@ func NewOpenAIServer(s Script, opts ...Option) *Server {
 	return newServer(openAI{}, s, opts)
 }
 
+// NewGeminiServer starts a fake Gemini API answering POST
+// …/models/MODEL:streamGenerateContent and :generateContent from s, as
+// Gemini CLI consumes it.
+func NewGeminiServer(s Script, opts ...Option) *Server {
+	return newServer(gemini{}, s, opts)
+}
+
 // The model APIs the servers speak, by the names a kind's descriptor and
 // b10x's --model-wire use.
 const (
 	AnthropicMessages = "anthropic-messages"
 	OpenAIResponses   = "openai-responses"
+	GeminiAPI         = "gemini-generate-content"
 )
+
+// APIs are the model APIs the servers speak.
+var APIs = []string{AnthropicMessages, OpenAIResponses, GeminiAPI}
 
 // New starts the scripted server speaking api.
 func New(api string, s Script, opts ...Option) (*Server, error) {
@@ -168,8 +189,10 @@ func New(api string, s Script, opts ...Option) (*Server, error) {
 		return NewAnthropicServer(s, opts...), nil
 	case OpenAIResponses:
 		return NewOpenAIServer(s, opts...), nil
+	case GeminiAPI:
+		return NewGeminiServer(s, opts...), nil
 	}
-	return nil, fmt.Errorf("the scripted servers speak %s and %s, not %q", AnthropicMessages, OpenAIResponses, api)
+	return nil, fmt.Errorf("the scripted servers speak %s, %s and %s, not %q", AnthropicMessages, OpenAIResponses, GeminiAPI, api)
 }
 
 // URL is the server's root (no /v1): http://127.0.0.1:PORT, or https.
@@ -234,6 +257,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.d.parse(body, &req)
+	if req.Side {
+		req.Turn, req.Status = SideCall, http.StatusOK
+		s.record(&req)
+		if s.opts.hook != nil {
+			s.opts.hook(req)
+		}
+		s.d.answer(w, &req, Turn{}, req.Seq, func() bool { return true })
+		return
+	}
 	turn := s.take(&req)
 	if turn.Error != nil {
 		req.Status = turn.Error.Status
@@ -313,6 +345,14 @@ func startSSE(w http.ResponseWriter) sse {
 func (s sse) event(name string, payload any) {
 	data, _ := json.Marshal(payload) // payloads are maps of plain values
 	fmt.Fprintf(s.w, "event: %s\ndata: %s\n\n", name, data)
+	_ = http.NewResponseController(s.w).Flush()
+}
+
+// data writes an event of data alone, as the Gemini API streams
+// (alt=sse): one line, then a blank one.
+func (s sse) data(payload any) {
+	data, _ := json.Marshal(payload)
+	fmt.Fprintf(s.w, "data: %s\r\n\r\n", data)
 	_ = http.NewResponseController(s.w).Flush()
 }
 

@@ -65,15 +65,7 @@ func Capabilities() *kind.Capabilities {
 			Registration: kind.Absent, Call: kind.Delivered,
 			Turn: kind.Absent, Kill: kind.Delivered,
 		},
-		Commands: map[string]kind.CommandSupport{
-			"interrupt":      kind.Honoured,
-			"halt":           kind.Honoured,
-			"tool.decide":    kind.Honoured,
-			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
-			"message.inject": kind.RefusedWith(record.UnsupportedControl),
-			"steer":          kind.RefusedWith(record.UnsupportedControl),
-			"permission.set": kind.RefusedWith(record.UnsupportedControl),
-		},
+		Commands: kind.StopOnlyCommands(),
 		DecisionModes: map[string]kind.Status{
 			"observe": kind.Delivered, "frame": kind.Delivered, "ask": kind.Delivered,
 		},

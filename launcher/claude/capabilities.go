@@ -2,10 +2,7 @@
 // launch plan, hook seam and stream-json reader.
 package claude
 
-import (
-	"github.com/metaharness/metaharness/launcher/kind"
-	"github.com/metaharness/metaharness/record"
-)
+import "github.com/metaharness/metaharness/launcher/kind"
 
 // Pin is the Claude Code version this build is tested against.
 const Pin = "2.1.328"
@@ -21,15 +18,7 @@ func Capabilities() *kind.Capabilities {
 			Registration: kind.Delivered, Call: kind.Delivered,
 			Turn: kind.Unverified, Kill: kind.Delivered,
 		},
-		Commands: map[string]kind.CommandSupport{
-			"tool.decide":    kind.Honoured,
-			"interrupt":      kind.Honoured,
-			"halt":           kind.Honoured,
-			"frame.set":      kind.RefusedWith(record.UnsupportedControl),
-			"message.inject": kind.RefusedWith(record.UnsupportedControl),
-			"steer":          kind.RefusedWith(record.UnsupportedControl),
-			"permission.set": kind.RefusedWith(record.UnsupportedControl),
-		},
+		Commands: kind.StopOnlyCommands(),
 		DecisionModes: map[string]kind.Status{
 			"frame": kind.Delivered, "ask": kind.Delivered, "observe": kind.Delivered,
 		},

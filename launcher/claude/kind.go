@@ -64,74 +64,28 @@ func (Kind) CloseReason(t *record.SessionEnded) string { return CloseReason(t) }
 
 // nativeOps is the rendering table read backwards: the operation each
 // native tool performs and the input key naming its subject.
-var nativeOps = map[string]struct{ op, key string }{
-	"Read": {"file.read", "file_path"}, "Write": {"file.write", "file_path"},
-	"Edit": {"file.edit", "file_path"}, "MultiEdit": {"file.edit", "file_path"},
-	"NotebookEdit": {"file.edit", "notebook_path"},
-	"Glob":         {"dir.list", "path"}, "Grep": {"search", "path"},
-	"Bash": {"shell", "command"}, "WebFetch": {"web.read", ""},
-	"Skill": {"skill.load", ""}, "Task": {"subagent.spawn", ""}, "TodoWrite": {"task.todo", ""},
+var nativeOps = map[string]kind.NativeOp{
+	"Read": {Op: "file.read", Key: "file_path"}, "Write": {Op: "file.write", Key: "file_path"},
+	"Edit": {Op: "file.edit", Key: "file_path"}, "MultiEdit": {Op: "file.edit", Key: "file_path"},
+	"NotebookEdit": {Op: "file.edit", Key: "notebook_path"},
+	"Glob":         {Op: "dir.list", Key: "path"}, "Grep": {Op: "search", Key: "path"},
+	"Bash": {Op: "shell", Key: "command"}, "WebFetch": {Op: "web.read"},
+	"Skill": {Op: "skill.load"}, "Task": {Op: "subagent.spawn"}, "TodoWrite": {Op: "task.todo"},
 }
 
 // Resolve maps a Claude Code tool call to operations and subjects: the
-// catalogue's own entries through the contract, other MCP tools to
-// mcp.call, native tools through the rendering table. Anything else
-// resolves to nothing, which a frame denies as uncovered.
+// catalogue's own entries through the contract, other MCP tools
+// (mcp__<server>__<tool>) to mcp.call, native tools through the rendering
+// table (kind.Resolver).
 func (Kind) Resolve(cat *mcpserve.Contract) func(string, json.RawMessage) frame.Resolution {
-	return func(tool string, input json.RawMessage) frame.Resolution {
-		if published, ok := strings.CutPrefix(tool, OwnedPrefix); ok {
-			if cat == nil {
-				return frame.Resolution{}
-			}
-			e, ok := cat.Lookup(published)
-			if !ok {
-				return frame.Resolution{}
-			}
-			op := mcpserve.OperationOf(e.Name)
-			if op == "" {
-				return frame.Resolution{}
-			}
-			return frame.Resolution{Operations: []frame.Operation{{Op: op}}, Subjects: mcpserve.Subjects(e.Name, input)}
-		}
-		if rest, ok := strings.CutPrefix(tool, "mcp__"); ok {
-			server, name, ok := strings.Cut(rest, "__")
-			if !ok {
-				return frame.Resolution{}
-			}
-			return frame.Resolution{Operations: []frame.Operation{{Op: frame.MCPCall, Server: server, Tool: name}}}
-		}
-		n, ok := nativeOps[tool]
-		if !ok {
-			return frame.Resolution{}
-		}
-		res := frame.Resolution{Operations: []frame.Operation{{Op: n.op}}}
-		if n.key != "" {
-			res.Subjects = nativeSubject(n.op, n.key, input)
-		}
-		return res
-	}
+	return kind.Resolver(cat, OwnedPrefix, mcpTool, nativeOps)
 }
 
-// nativeSubject names what a native call acts on, as the model wrote it:
-// file:<path> for file tools, proc:<first word> for Bash.
-func nativeSubject(op, key string, input json.RawMessage) []string {
-	var args map[string]json.RawMessage
-	if json.Unmarshal(input, &args) != nil {
-		return nil
+// mcpTool splits an MCP tool's name, mcp__<server>__<tool>.
+func mcpTool(name string) (server, tool string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return "", "", false
 	}
-	var v string
-	if json.Unmarshal(args[key], &v) != nil || v == "" {
-		if op == "dir.list" || op == "search" {
-			return []string{"file:."}
-		}
-		return nil
-	}
-	switch op {
-	case "shell":
-		if f := strings.Fields(v); len(f) > 0 {
-			return []string{"proc:" + f[0]}
-		}
-		return nil
-	}
-	return []string{"file:" + v}
+	return strings.Cut(rest, "__")
 }

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -160,7 +159,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 	}
 	env[kind.DecisionTokenEnv] = w.DecisionToken
 	hookURL := "http://" + w.DecisionAddr + decidehttp.Path
-	published, serve, owned := ownedServer(spec, w, cwd)
+	published, serve, owned := Kind{}.Descriptor().Rules.OwnedServer(spec, w, cwd)
 	matcher := ""
 	if owned {
 		matcher = OwnedHookMatcher
@@ -191,7 +190,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 		settings["apiKeyHelper"] = keyHelper
 		standIn = standInSource
 	}
-	files := []kind.File{jsonFile(settingsPath, settings)}
+	files := []kind.File{kind.JSONFile(settingsPath, settings)}
 
 	args := []string{"-p", "--output-format", "stream-json", "--verbose",
 		"--strict-mcp-config", "--setting-sources", "", "--settings", settingsPath,
@@ -203,7 +202,7 @@ func Plan(spec *kind.Spec, w *kind.World) (*kind.Plan, error) {
 			"command": w.Self,
 			"args":    serve,
 		}}}
-		files = append(files, jsonFile(mcpPath, server))
+		files = append(files, kind.JSONFile(mcpPath, server))
 		var allowed []string
 		for _, t := range published {
 			allowed = append(allowed, OwnedPrefix+t)
@@ -312,44 +311,6 @@ func endpointWords(url string, sandboxed bool) string {
 	return "; Claude Code asks each decision of the run's decision endpoint at " + url +
 		" (its PreToolUse http hook, onFailure block: a refused connection, a timeout, a non-2xx answer or one it cannot read blocks the call), which answers only a request carrying the run's decision token (" + token +
 		") on a connection Claude Code's own process holds (by the kernel's table of its sockets); a request that is not Claude Code's is refused and recorded, never decided"
-}
-
-// ownedServer is the owned surface's server, when the run has one: the
-// names it publishes and the mcp-serve arguments that start it in the
-// child's cwd, asking the run's decision channel before every call. With
-// --catalogue it serves the checked scratch copy and may write only when
-// the catalogue declares a write entry; without, it serves the default
-// verbs (--tool-surface owned, or --allow-program) as DefaultSurface says.
-func ownedServer(spec *kind.Spec, w *kind.World, cwd string) (published, args []string, ok bool) {
-	var writable bool
-	var programs []string
-	switch {
-	case w.CatalogueCopy != "":
-		args = []string{"mcp-serve", "--catalogue", w.CatalogueCopy}
-		published, writable = w.CatalogueTools, w.CatalogueWrites
-	case Kind{}.Descriptor().Rules.DefaultVerbs(spec):
-		o := kind.DefaultSurface(spec)
-		args = []string{"mcp-serve"}
-		published, writable, programs = mcpserve.Verbs(), o.Writable, o.AllowPrograms
-	default:
-		return nil, nil, false
-	}
-	args = append(args, "--workspace", cwd, "--decisions-socket", w.DecisionSocket)
-	if writable {
-		args = append(args, "--writable")
-	}
-	for _, p := range programs {
-		args = append(args, "--allow-program", p)
-	}
-	return published, args, true
-}
-
-func jsonFile(path string, v any) kind.File {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(err) // maps of strings and slices always marshal
-	}
-	return kind.File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
 }
 
 func nonNilStrings(s []string) []string {

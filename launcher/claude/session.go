@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
 	"github.com/metaharness/metaharness/frame"
@@ -83,14 +82,7 @@ func (s *session) Drive(_ context.Context, p kind.Pipes) *record.SessionEnded {
 
 // Control: headless Claude Code takes no control line, so interrupting or
 // halting the turn is stopping the process group (reference notes a23).
-func (s *session) Control(c record.Command) error {
-	switch c.(type) {
-	case *record.Interrupt, *record.Halt:
-		s.run.Stop()
-		return nil
-	}
-	return fmt.Errorf("claude cannot apply %s", c.CommandName())
-}
+func (s *session) Control(c record.Command) error { return kind.StopOnly(s.run, "claude", c) }
 
 // Answer decides a request of the hook or the owned surface's server (the
 // catalogue, or the default verbs). That server's tools are decided at its

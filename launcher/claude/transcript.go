@@ -2,8 +2,6 @@ package claude
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -78,43 +76,19 @@ func (r *Reader) Read(raw []byte) []kind.Item {
 // recordKind is what a record's top level says it is.
 type recordKind struct{ Type, Subtype, Timestamp string }
 
+var kindKeys = []string{"type", "subtype", "timestamp"}
+
 // kindOf takes type, subtype and timestamp off the record's top level
-// without decoding the rest (internal/jsonscan), so that the record is
-// decoded once, into what its type calls for. Not ok: the line is not a
-// JSON object, or one of the three is not a string. The keys are matched
-// exactly, as Claude Code writes them.
+// (kind.TopStrings). Not ok: the line is not a JSON object, or one of the
+// three is not a string.
 func kindOf(raw []byte) (recordKind, bool) {
 	var k recordKind
-	ok := true
-	err := jsonscan.Members(raw, func(key, val []byte) {
-		var to *string
-		switch string(key) {
-		case "type":
-			to = &k.Type
-		case "subtype":
-			to = &k.Subtype
-		case "timestamp":
-			to = &k.Timestamp
-		default:
-			return
-		}
-		s, err := jsonscan.String(val)
-		ok = ok && err == nil
-		*to = s
-	})
-	return k, ok && err == nil
+	ok := kind.TopStrings(raw, kindKeys, &k.Type, &k.Subtype, &k.Timestamp)
+	return k, ok
 }
 
 func (r *Reader) opaque(raw []byte, typ, subtype *string) *record.Opaque {
-	sum := sha256.Sum256(raw)
-	line := r.line
-	if typ != nil && *typ == "" {
-		typ = nil
-	}
-	if subtype != nil && *subtype == "" {
-		subtype = nil
-	}
-	return &record.Opaque{VendorType: typ, VendorSubtype: subtype, Digest: hex.EncodeToString(sum[:]), SourceLine: &line}
+	return kind.Opaque(raw, r.line, typ, subtype)
 }
 
 func (r *Reader) system(raw []byte, subtype string) []record.Event {

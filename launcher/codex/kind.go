@@ -124,18 +124,7 @@ func (Kind) Resolve(cat *mcpserve.Contract) func(string, json.RawMessage) frame.
 			}
 			return res
 		}
-		if cat == nil {
-			return frame.Resolution{}
-		}
-		e, ok := cat.Lookup(tool)
-		if !ok {
-			return frame.Resolution{}
-		}
-		op := mcpserve.OperationOf(e.Name)
-		if op == "" {
-			return frame.Resolution{}
-		}
-		return frame.Resolution{Operations: []frame.Operation{{Op: op}}, Subjects: mcpserve.Subjects(e.Name, input)}
+		return kind.ResolveEntry(cat, tool, input)
 	}
 }
 

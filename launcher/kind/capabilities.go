@@ -61,6 +61,33 @@ var Honoured = CommandSupport{}
 
 func RefusedWith(code string) CommandSupport { return CommandSupport{RefusedWith: code} }
 
+// StopOnly applies a command to a vendor that reads no control line
+// (StopOnlyCommands): interrupt and halt stop its process group; anything
+// else is an error naming the kind.
+func StopOnly(run Services, kind string, c record.Command) error {
+	switch c.(type) {
+	case *record.Interrupt, *record.Halt:
+		run.Stop()
+		return nil
+	}
+	return fmt.Errorf("%s cannot apply %s", kind, c.CommandName())
+}
+
+// StopOnlyCommands is what a vendor that reads no control line honours:
+// tool.decide at its seams, interrupt and halt by stopping it; every
+// other command is refused as unsupported.
+func StopOnlyCommands() map[string]CommandSupport {
+	return map[string]CommandSupport{
+		"tool.decide":    Honoured,
+		"interrupt":      Honoured,
+		"halt":           Honoured,
+		"frame.set":      RefusedWith(record.UnsupportedControl),
+		"message.inject": RefusedWith(record.UnsupportedControl),
+		"steer":          RefusedWith(record.UnsupportedControl),
+		"permission.set": RefusedWith(record.UnsupportedControl),
+	}
+}
+
 func (c CommandSupport) MarshalJSON() ([]byte, error) {
 	if c.RefusedWith == "" {
 		return []byte(`"honoured"`), nil

@@ -81,12 +81,16 @@
 //
 // # Helpers
 //
-// A kind's plan builds with SortedEnv, ShellQuote, ChildPath,
-// DefaultSurface, Confinement, CommandSandbox and LoginShellSandbox, and
-// claims its attestation rows with AttestConfinement, ClaimGate, ClaimWire
-// and EnvRow; its session reads lines with EachLine (MaxVendorLine,
-// LineTooLong) and holds them to the wire with RecordCheck, WireView and
-// WireInput; its WireMatcher compares JSON as its vendor parses it
+// A kind's plan builds with SortedEnv, ShellQuote, ChildPath, JSONFile,
+// DefaultSurface, Rules.OwnedServer, Confinement, CommandSandbox and
+// LoginShellSandbox, and claims its attestation rows with
+// AttestConfinement, ClaimGate, ClaimWire and EnvRow; its descriptor and
+// Resolve build with StopOnlyCommands, Resolver, ResolveEntry and
+// NativeOp; its transcript reads a line's kind with TopStrings and keeps
+// what it does not map as Opaque; its session reads lines with EachLine
+// (MaxVendorLine, LineTooLong), applies commands with StopOnly where the
+// vendor reads no control line, and holds lines to the wire with
+// RecordCheck, WireView and WireInput; its WireMatcher compares JSON as its vendor parses it
 // (DecodeJSON, EqualJSON, NumbersAsDoubles, NumbersExact, DropNulls). The
 // refusal names a kind shares with the run and the other kinds are
 // declared here; a kind's own are in its package.

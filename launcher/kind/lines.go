@@ -2,9 +2,12 @@ package kind
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 
+	"github.com/metaharness/metaharness/internal/jsonscan"
 	"github.com/metaharness/metaharness/record"
 )
 
@@ -60,4 +63,38 @@ func readBounded(br *bufio.Reader, max int) (line []byte, long bool, err error) 
 			return line, long, err
 		}
 	}
+}
+
+// Opaque is a vendor line no mapping takes, kept by its digest and its
+// line number; typ and subtype are what the line said it was, left out
+// when nil or blank.
+func Opaque(raw []byte, line uint64, typ, subtype *string) *record.Opaque {
+	sum := sha256.Sum256(raw)
+	if typ != nil && *typ == "" {
+		typ = nil
+	}
+	if subtype != nil && *subtype == "" {
+		subtype = nil
+	}
+	return &record.Opaque{VendorType: typ, VendorSubtype: subtype, Digest: hex.EncodeToString(sum[:]), SourceLine: &line}
+}
+
+// TopStrings reads the members keys name off a vendor line's top level,
+// each into its place in to, without decoding the rest, so that the line
+// is decoded once, into what its kind calls for. The keys are matched
+// exactly, as the vendor writes them. False: the line is not a JSON
+// object, or one of them is not a string.
+func TopStrings(raw []byte, keys []string, to ...*string) bool {
+	ok := true
+	err := jsonscan.Members(raw, func(key, val []byte) {
+		for i, k := range keys {
+			if string(key) == k {
+				s, err := jsonscan.String(val)
+				ok = ok && err == nil
+				*to[i] = s
+				return
+			}
+		}
+	})
+	return ok && err == nil
 }

@@ -40,3 +40,34 @@ func (r Rules) DefaultVerbs(s *Spec) bool {
 func DefaultSurface(s *Spec) mcpserve.Options {
 	return mcpserve.Options{Writable: true, AllowPrograms: s.AllowProgs}
 }
+
+// OwnedServer is the owned surface's server, when the run has one: the
+// names it publishes and the mcp-serve arguments that start it in the
+// child's cwd, asking the run's decision channel before every call. With
+// --catalogue it serves the checked scratch copy and may write only when
+// the catalogue declares a write entry; without, it serves the default
+// verbs (--tool-surface owned, or --allow-program where the kind's rules
+// let programs run) as DefaultSurface says.
+func (r Rules) OwnedServer(spec *Spec, w *World, cwd string) (published, args []string, ok bool) {
+	var writable bool
+	var programs []string
+	switch {
+	case w.CatalogueCopy != "":
+		args = []string{"mcp-serve", "--catalogue", w.CatalogueCopy}
+		published, writable = w.CatalogueTools, w.CatalogueWrites
+	case r.DefaultVerbs(spec):
+		o := DefaultSurface(spec)
+		args = []string{"mcp-serve"}
+		published, writable, programs = mcpserve.Verbs(), o.Writable, o.AllowPrograms
+	default:
+		return nil, nil, false
+	}
+	args = append(args, "--workspace", cwd, "--decisions-socket", w.DecisionSocket)
+	if writable {
+		args = append(args, "--writable")
+	}
+	for _, p := range programs {
+		args = append(args, "--allow-program", p)
+	}
+	return published, args, true
+}

@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -58,4 +59,14 @@ func gateHow(allowEgress []string) string {
 		hosts = strings.Join(allowEgress, ", ")
 	}
 	return "HTTPS_PROXY, HTTP_PROXY and ALL_PROXY point at the loopback proxy's egress gate; hosts allowed: " + hosts
+}
+
+// JSONFile is a launch file of v as indented JSON, readable by the child's
+// user alone.
+func JSONFile(path string, v any) File {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // the settings' maps of strings, numbers and slices always marshal
+	}
+	return File{Path: path, Mode: 0o600, Content: string(b) + "\n"}
 }

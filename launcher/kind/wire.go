@@ -40,6 +40,17 @@ func (v *WireView) Call(id string) (loopback.Call, bool) {
 	return v.w.Call(id)
 }
 
+// Bind names, by the id its vendor made for it, the first call the wire
+// gave no id (the Gemini API's functionCall) that match accepts, read up
+// to now; it reports whether one was.
+func (v *WireView) Bind(id string, match func(loopback.Call) bool) bool {
+	if v.w.Bind(id, match) {
+		return true
+	}
+	v.w.Settle(settleWithin)
+	return v.w.Bind(id, match)
+}
+
 // Responses are the model's responses so far, read up to now.
 func (v *WireView) Responses() []loopback.Response {
 	v.w.Settle(settleWithin)

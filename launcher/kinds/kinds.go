@@ -6,7 +6,7 @@
 //
 // The table is a slice rather than a map so that it has an order: help,
 // enums and messages list the kinds as the table does (claude, codex,
-// b10x). It is a plain value, built without init side effects.
+// gemini, b10x). It is a plain value, built without init side effects.
 package kinds
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/metaharness/metaharness/launcher/b10x"
 	"github.com/metaharness/metaharness/launcher/claude"
 	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/gemini"
 	"github.com/metaharness/metaharness/launcher/kind"
 )
 
@@ -26,6 +27,7 @@ import (
 var table = []kind.Kind{
 	claude.Kind{},
 	codex.Kind{},
+	gemini.Kind{},
 	b10x.Kind{},
 }
 
@@ -84,7 +86,7 @@ func Spelled(names []string) string {
 // Flags are every kind's own run flags, for the CLI's `run`: one field per
 // kind that has any, embedded with its flags grouped under that kind.
 type Flags struct {
-	B10x b10x.Flags `embed:"" group:"b10x only (refused on claude and codex)"`
+	B10x b10x.Flags `embed:"" group:"b10x only (refused on claude, codex and gemini)"`
 }
 
 // Given is what the spec carries of f (kind.Spec.KindFlags): the only

@@ -36,10 +36,10 @@ func TestTable(t *testing.T) {
 	if _, ok := Lookup("nope"); ok {
 		t.Error("an unknown kind was found")
 	}
-	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "b10x"}) {
+	if got := Names(); !slices.Equal(got, []string{"claude", "codex", "gemini", "b10x"}) {
 		t.Errorf("Names() = %v", got)
 	}
-	if got := Spelled(Names()); got != "claude, codex or b10x" {
+	if got := Spelled(Names()); got != "claude, codex, gemini or b10x" {
 		t.Errorf("Spelled = %q", got)
 	}
 }

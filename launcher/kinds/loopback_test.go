@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/metaharness/metaharness/launcher/codex"
+	"github.com/metaharness/metaharness/launcher/gemini"
 	"github.com/metaharness/metaharness/launcher/kind"
 	"github.com/metaharness/metaharness/loopback"
 )
@@ -51,6 +52,7 @@ func TestLoopbackEnvs(t *testing.T) {
 	want := map[string]map[string]string{
 		"claude": with(map[string]string{"ANTHROPIC_BASE_URL": base, "ANTHROPIC_AUTH_TOKEN": ph, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}),
 		"codex":  with(map[string]string{codex.KeyEnv: ph}),
+		"gemini": with(map[string]string{gemini.KeyEnv: ph, "GOOGLE_GEMINI_BASE_URL": base}),
 	}
 	sock := filepath.Join(t.TempDir(), "proxy.sock")
 	onSocket := startProxy(t, sock)
@@ -78,9 +80,9 @@ func TestLoopbackEnvs(t *testing.T) {
 			if err != nil || env["ANTHROPIC_UNIX_SOCKET"] != sock || env["ANTHROPIC_BASE_URL"] != "http://localhost" || env["HTTPS_PROXY"] != "" {
 				t.Errorf("claude env on a socket: %v %v", env, err)
 			}
-		case "codex":
+		case "codex", "gemini":
 			if err == nil {
-				t.Error("codex was given an environment for a unix socket")
+				t.Errorf("%s was given an environment for a unix socket", name)
 			}
 		}
 	}

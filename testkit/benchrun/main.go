@@ -7,14 +7,16 @@
 //   - governed vs bare: `metaharness run claude --credentials loopback` on
 //     conformance/scripted's Anthropic server against the pinned Claude Code
 //     started directly on the same script and prompt, wall time to exit;
+//     and the same for the pinned Gemini CLI on the scripted Gemini API
+//     (gemini.go);
 //   - with -parallel, only N runs started at once against N bare
 //     (parallel.go);
 //   - with -sessions, only each kind's governed sessions of 1, 10 and 50
 //     decided calls against the same bare, and what one more decided call
 //     costs (sessions.go).
 //
-// The real Claude Code runs only inside scripts/loopback-only, with its
-// telemetry, retries and auto-update off. Run it with scripts/bench.
+// The real Claude Code and Gemini CLI run only inside scripts/loopback-only,
+// with their telemetry, retries and auto-update off. Run it with scripts/bench.
 package main
 
 import (
@@ -108,11 +110,18 @@ func main() {
 	}
 	real, why := realClaude()
 	if real == "" {
-		fmt.Printf("governed vs bare vendor run: not measured: %s\n", why)
-		return
-	}
-	if err := governedVsBare(*mh, real, root, *runs); err != nil {
+		fmt.Printf("governed vs bare Claude Code run: not measured: %s\n", why)
+	} else if err := governedVsBare(*mh, real, root, *runs); err != nil {
 		fail(fmt.Errorf("governed vs bare: %w", err))
+	}
+	fmt.Println()
+	if bundle, why := realGemini(); bundle == "" {
+		fmt.Printf("governed vs bare Gemini CLI run: not measured: %s\n", why)
+	} else if err := geminiGovernedVsBare(*mh, bundle, root, *runs); err != nil {
+		fail(fmt.Errorf("gemini governed vs bare: %w", err))
+	}
+	if real == "" {
+		return
 	}
 	fmt.Println()
 	if err := exportOnVsOff(*mh, real, root, *exports); err != nil {
@@ -133,7 +142,7 @@ func exportOnVsOff(mh, bin, root string, n int) error {
 		return err
 	}
 	defer c.Stop()
-	on, off, err := interleaved(root, bin, "export", n, func(o *operator, up *scripted.Server, export bool) (time.Duration, error) {
+	on, off, err := interleaved(root, "claude", bin, "export", n, claudeServer, func(o *operator, up *scripted.Server, export bool) (time.Duration, error) {
 		var more []string
 		if export {
 			more = []string{"--otlp-endpoint", c.Endpoint}
@@ -166,13 +175,14 @@ func exportOnVsOff(mh, bin, root string, n int) error {
 
 // interleaved times the two sides of a comparison in turn, n pairs after
 // one that warms the caches, each run in a fresh operator's world (notes
-// to read and a scripted server of its own, script), and returns the
-// first side's times and the second's.
-func interleaved(root, bin, label string, n int, run func(o *operator, up *scripted.Server, first bool) (time.Duration, error)) (firsts, seconds []time.Duration, err error) {
+// to read, the vendor bin as ~/.local/bin/<vendor>, and a scripted server
+// of its own from serve), and returns the first side's times and the
+// second's.
+func interleaved(root, vendor, bin, label string, n int, serve func(notes string) *scripted.Server, run func(o *operator, up *scripted.Server, first bool) (time.Duration, error)) (firsts, seconds []time.Duration, err error) {
 	for i := -1; i < n; i++ { // i = -1 warms the caches
 		for _, first := range []bool{true, false} {
 			name := fmt.Sprintf("%s-%d-%t", label, i+1, first)
-			o, err := newOperator(root, name, bin)
+			o, err := newOperator(root, name, vendor, bin)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -180,7 +190,7 @@ func interleaved(root, bin, label string, n int, run func(o *operator, up *scrip
 			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
 				return nil, nil, err
 			}
-			up := scripted.NewAnthropicServer(script(notes))
+			up := serve(notes)
 			d, err := run(o, up, first)
 			up.Close()
 			if err != nil {
@@ -217,21 +227,18 @@ func standIn() {
 	}
 }
 
-// operator is a caller's world: a HOME whose ~/.local/bin/claude is bin,
+// operator is a caller's world: a HOME whose ~/.local/bin/<vendor> is bin,
 // a working tree, and metaharness's environment.
 type operator struct {
+	vendor     string
 	home, tree string
 	env        []string
 }
 
-func newOperator(root, name, bin string) (*operator, error) {
-	return newOperatorOf(root, name, "claude", bin)
-}
-
-// newOperatorOf is an operator whose ~/.local/bin/<vendor> is bin, a link
+// newOperator is an operator whose ~/.local/bin/<vendor> is bin, a link
 // ("" links nothing).
-func newOperatorOf(root, name, vendor, bin string) (*operator, error) {
-	o := &operator{home: filepath.Join(root, name, "home"), tree: filepath.Join(root, name, "tree")}
+func newOperator(root, name, vendor, bin string) (*operator, error) {
+	o := &operator{vendor: vendor, home: filepath.Join(root, name, "home"), tree: filepath.Join(root, name, "tree")}
 	for _, d := range []string{filepath.Join(o.home, ".local", "bin"), o.tree} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -251,7 +258,7 @@ func newOperatorOf(root, name, vendor, bin string) (*operator, error) {
 }
 
 func (o *operator) governed(mh, endpoint string, more ...string) *exec.Cmd {
-	args := append([]string{"run", "claude", "--credentials", "loopback", "--model-endpoint", endpoint,
+	args := append([]string{"run", o.vendor, "--credentials", "loopback", "--model-endpoint", endpoint,
 		"--token-env", tokenEnv, "--decisions", "observe", "--cwd", o.tree}, more...)
 	cmd := exec.Command(mh, append(args, "-p", prompt)...)
 	cmd.Env = o.env
@@ -266,7 +273,7 @@ func startToSpawn(mh, root string, n int) error {
 	if err != nil {
 		return err
 	}
-	o, err := newOperator(root, "spawn", self)
+	o, err := newOperator(root, "spawn", "claude", self)
 	if err != nil {
 		return err
 	}
@@ -330,20 +337,32 @@ func realClaude() (string, string) {
 	if _, err := os.Stat(bin); err != nil {
 		return "", err.Error()
 	}
-	if os.Getenv("METAHARNESS_LOOPBACK_ONLY") != "1" {
-		return "", "not inside scripts/loopback-only, and the real Claude Code runs nowhere else"
-	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return "", err.Error()
-	}
-	for _, i := range ifs {
-		if i.Name != "lo" {
-			return "", "interface " + i.Name + " is present: refusing to start Claude Code"
-		}
+	if why := loopbackOnly("Claude Code"); why != "" {
+		return "", why
 	}
 	return bin, ""
 }
+
+// loopbackOnly is why the real vendor cannot start here, "" when this is
+// the loopback-only namespace.
+func loopbackOnly(vendor string) string {
+	if os.Getenv("METAHARNESS_LOOPBACK_ONLY") != "1" {
+		return "not inside scripts/loopback-only, and the real " + vendor + " runs nowhere else"
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return err.Error()
+	}
+	for _, i := range ifs {
+		if i.Name != "lo" {
+			return "interface " + i.Name + " is present: refusing to start " + vendor
+		}
+	}
+	return ""
+}
+
+// claudeServer is the scripted Messages API playing script.
+func claudeServer(notes string) *scripted.Server { return scripted.NewAnthropicServer(script(notes)) }
 
 // script is one native Read then an answer, so that the governed run
 // decides one call at its hook.
@@ -355,16 +374,35 @@ func script(notes string) scripted.Script {
 	}}
 }
 
+// pair is one vendor's side-by-side comparison: its kind, the binary
+// linked as ~/.local/bin/<kind>, its scripted model, the governed run's
+// own flags, and the same CLI started bare.
+type pair struct {
+	kind, bin, title, tool, bareLabel string
+	serve                             func(notes string) *scripted.Server
+	more                              []string
+	bare                              func(o *operator, endpoint string) (*exec.Cmd, error)
+}
+
 // governedVsBare times, interleaved, a governed run and the same Claude Code
 // started directly (the flags metaharness gives it, less its settings, hook
 // and MCP config; telemetry off as in testkit/vendortest), each from
 // exec to exit against a fresh scripted server, config dir and tree.
 func governedVsBare(mh, bin, root string, n int) error {
-	governed, bare, err := interleaved(root, bin, "run", n, func(o *operator, up *scripted.Server, gov bool) (time.Duration, error) {
-		cmd := o.governed(mh, up.URL())
+	return compare(mh, root, n, pair{kind: "claude", bin: bin, title: "Claude Code " + claude.Pin, tool: "Read",
+		bareLabel: "claude.exe -p directly", serve: claudeServer,
+		bare: func(o *operator, endpoint string) (*exec.Cmd, error) { return bareClaude(bin, o, endpoint) }})
+}
+
+// compare prints the governed run against the bare one, n interleaved
+// pairs, each from exec to exit; both must have put the notes before the
+// model.
+func compare(mh, root string, n int, p pair) error {
+	governed, bare, err := interleaved(root, p.kind, p.bin, "run", n, p.serve, func(o *operator, up *scripted.Server, gov bool) (time.Duration, error) {
+		cmd := o.governed(mh, up.URL(), p.more...)
 		if !gov {
 			var err error
-			if cmd, err = bareClaude(bin, o, up.URL()); err != nil {
+			if cmd, err = p.bare(o, up.URL()); err != nil {
 				return 0, err
 			}
 		}
@@ -387,14 +425,16 @@ func governedVsBare(mh, bin, root string, n int) error {
 		ratios = append(ratios, governed[i].Seconds()/bare[i].Seconds())
 	}
 	r := medianF(ratios)
-	fmt.Printf("governed vs bare Claude Code %s on the scripted model (one Read, then an answer): %d interleaved pairs, medians\n", claude.Pin, n)
-	fmt.Printf("  metaharness run claude --credentials loopback %8.1f ms\n", ms(median(governed)))
-	fmt.Printf("  claude.exe -p directly                        %8.1f ms\n", ms(median(bare)))
+	gov := "metaharness run " + p.kind + " --credentials loopback"
+	w := max(len(gov), len(p.bareLabel))
+	fmt.Printf("governed vs bare %s on the scripted model (one %s, then an answer): %d interleaved pairs, medians\n", p.title, p.tool, n)
+	fmt.Printf("  %-*s %8.1f ms\n", w, gov, ms(median(governed)))
+	fmt.Printf("  %-*s %8.1f ms\n", w, p.bareLabel, ms(median(bare)))
 	fmt.Printf("  ratio (median of the pairs' ratios) %.3fx, %+.1f ms\n", r, ms(median(governed)-median(bare)))
 	return nil
 }
 
-// sawNotes: the Read ran and its result reached the model.
+// sawNotes: the read ran and its result reached the model.
 func sawNotes(reqs []scripted.Request) bool {
 	for _, r := range reqs {
 		for _, tr := range r.ToolResults {

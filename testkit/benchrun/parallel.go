@@ -312,7 +312,7 @@ func (b *batcher) run(bin string, real bool, sh shape, n int) ([]outcome, error)
 	for i := range runs {
 		b.seq++
 		name := fmt.Sprintf("par-%d", b.seq)
-		o, err := newOperator(b.root, name, bin)
+		o, err := newOperator(b.root, name, "claude", bin)
 		if err != nil {
 			return nil, err
 		}

@@ -184,7 +184,7 @@ func sessionRows(mh, before, root string, k sessionKind, lengths []int, rounds i
 // session runs one side of one round and measures it.
 func session(mh, before, root string, k sessionKind, side string, n, round int) (sample, error) {
 	name := fmt.Sprintf("%s-%d-%s-%d", k.name, n, strings.ReplaceAll(side, " ", ""), round+1)
-	o, err := newOperatorOf(root, name, k.vendor, k.binary)
+	o, err := newOperator(root, name, k.vendor, k.binary)
 	if err != nil {
 		return sample{}, err
 	}

@@ -574,10 +574,23 @@ func (c *claude) perform(id, name string, input json.RawMessage) (string, bool) 
 	return "(the fake claude performed " + name + ")", false
 }
 
-func (c *claude) closeServers() {
-	for _, mc := range c.servers {
+func (c *claude) closeServers() { closeAll(c.servers) }
+
+// closeAll ends every MCP server a fake started.
+func closeAll(servers map[string]*mcpClient) {
+	for _, mc := range servers {
 		mc.close()
 	}
+}
+
+// runHook runs a hook's command line with shell -c, the payload on its
+// stdin, within timeout, and returns what it printed.
+func runHook(shell, command string, payload []byte, timeout time.Duration, stderr io.Writer) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, shell, "-c", command)
+	cmd.Stdin, cmd.Stderr = bytes.NewReader(payload), stderr
+	return cmd.Output()
 }
 
 // mcpClient speaks MCP over a server's stdio: newline-delimited JSON-RPC.

@@ -3,8 +3,9 @@
 //
 //	go run ./testkit/scriptedmodel API SCRIPT [-- COMMAND [ARG…]]
 //
-// API is the dialect it speaks: anthropic-messages (what Claude Code asks)
-// or openai-responses (what Codex asks). SCRIPT is a JSON file of turns, one
+// API is the dialect it speaks: anthropic-messages (what Claude Code asks),
+// openai-responses (what Codex asks) or gemini-generate-content (what
+// Gemini CLI asks). SCRIPT is a JSON file of turns, one
 // answered per model request (see conformance/scripted: {"turns":[{"text":…},
 // {"tool_call":{"name":…,"input":{…}}}],"final":…}).
 //
@@ -33,7 +34,8 @@ import (
 const urlArg = "{url}"
 
 const usage = `usage: go run ./testkit/scriptedmodel API SCRIPT [-- COMMAND [ARG…]]
-  API     anthropic-messages (Claude Code) or openai-responses (Codex)
+  API     anthropic-messages (Claude Code), openai-responses (Codex) or
+          gemini-generate-content (Gemini CLI)
   SCRIPT  a JSON file of the model's turns, e.g. examples/first-run/hello.json
   COMMAND run once the model serves, {url} replaced by its URL; without it,
           the URL is printed on stdout and the model serves until SIGINT or SIGTERM`
@@ -124,8 +126,11 @@ func runCommand(command []string, url string, sigs <-chan os.Signal) (int, error
 // answered says which turn a model request got.
 func answered(r scripted.Request, turns int) string {
 	what := fmt.Sprintf("turn %d of %d", r.Turn+1, turns)
-	if r.Turn == scripted.PastEnd {
+	switch r.Turn {
+	case scripted.PastEnd:
 		what = "past the script's end, its final answer"
+	case scripted.SideCall:
+		what = "a side call for JSON, answered from its schema"
 	}
 	if r.Status != 200 {
 		what += fmt.Sprintf(" (status %d)", r.Status)

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
+	geminihook "github.com/metaharness/metaharness/launcher/gemini/hook"
 )
 
 // Hook is one kind's hook program.
@@ -27,11 +28,14 @@ type Hook struct {
 	Run func(stdin io.Reader, stdout io.Writer, socket string) (status int, err error)
 }
 
-// table lists every kind's hook program: the b10x loop's before-call
-// hook, whose answer is its exit status. (Claude Code posts its hook to the
-// run's decision endpoint itself, and starts no program: kind.HookEndpoint.)
+// table lists every kind's hook program: Gemini CLI's BeforeTool hook,
+// which always exits 0 (the answer is on stdout), and the b10x loop's
+// before-call hook, whose answer is its exit status. (Claude Code posts
+// its hook to the run's decision endpoint itself and starts no program:
+// kind.HookEndpoint.)
 var table = []Hook{
 	{Verb: b10xhook.Verb, Args: b10xhook.Args, Run: b10xhook.Main},
+	{Verb: geminihook.Verb, Args: geminihook.Args, Run: geminihook.Run},
 }
 
 // Lookup returns the hook started as verb.
