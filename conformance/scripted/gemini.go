@@ -187,7 +187,10 @@ func (g gemini) answer(w http.ResponseWriter, req *Request, t Turn, id int, hold
 
 // fillSchema is a value a JSON schema (the API's or JSON Schema's, types
 // in either case) accepts: an object with each property filled, a string
-// "scripted", a number 1, an enum's first value.
+// "scripted", a number 0, an enum's first value. A number is 0 because
+// the one Gemini CLI asks for is its loop check's confidence (from the
+// 30th turn of a prompt on): at 0.9 or more it stops the session, and a
+// scripted session of many calls is no loop.
 func fillSchema(raw json.RawMessage) any {
 	var s struct {
 		Type       string                     `json:"type"`
@@ -205,7 +208,7 @@ func fillSchema(raw json.RawMessage) any {
 	case "string":
 		return "scripted"
 	case "integer", "number":
-		return 1
+		return 0
 	case "boolean":
 		return true
 	case "array":

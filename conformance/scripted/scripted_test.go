@@ -466,7 +466,7 @@ func TestGeminiServer(t *testing.T) {
 	}
 	var got map[string]any
 	if len(side.Candidates) != 1 || json.Unmarshal([]byte(side.Candidates[0].Content.Parts[0].Text), &got) != nil ||
-		got["score"] != float64(1) || got["why"] != "scripted" || got["pick"] != "flash" {
+		got["score"] != float64(0) || got["why"] != "scripted" || got["pick"] != "flash" {
 		t.Fatalf("side call answered %+v", side)
 	}
 }
