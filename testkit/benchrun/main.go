@@ -66,7 +66,7 @@ func main() {
 	verbose := flag.Bool("v", false, "with -parallel: every run's figures too")
 	sessions := flag.String("sessions", "", "measure only each kind's governed vs bare sessions of these numbers of decided calls, comma-separated (sessions.go)")
 	sessionRounds := flag.Int("session-rounds", 5, "with -sessions: interleaved rounds at each length")
-	sessionKinds := flag.String("session-kinds", "claude,claude-bash,codex,b10x", "with -sessions: the kinds, comma-separated (claude-bash: Claude Code's Bash calls)")
+	sessionKinds := flag.String("session-kinds", "claude,claude-bash,codex,b10x,gemini", "with -sessions: the kinds, comma-separated (claude-bash: Claude Code's Bash calls)")
 	before := flag.String("before", "", "with -sessions: another metaharness binary measured as a third side of every round (the one before a change)")
 	flag.Parse()
 	if *mh == "" {

@@ -75,8 +75,15 @@ func sessionsFor(mh, before, root string, names []string, lengths []int, rounds 
 			k = codexSessions(bin)
 		case "b10x":
 			k = b10xSessions()
+		case "gemini":
+			bundle, why := realGemini()
+			if bundle == "" {
+				fmt.Printf("gemini: not measured: %s\n\n", why)
+				continue
+			}
+			k = geminiSessions(bundle)
 		default:
-			return fmt.Errorf("no sessions of a kind %q (claude, claude-bash, codex, b10x)", name)
+			return fmt.Errorf("no sessions of a kind %q (claude, claude-bash, codex, b10x, gemini)", name)
 		}
 		if err := sessionRows(mh, before, root, k, lengths, rounds); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -244,8 +251,8 @@ func claudeSessions(bin, tool string) sessionKind {
 	}
 	return sessionKind{name: "claude", calls: calls, vendor: "claude", binary: bin,
 		prepare: func(o *operator, n int) (*scripted.Server, error) {
-			notes := filepath.Join(o.tree, "notes.md")
-			if err := os.WriteFile(notes, []byte("the release is on Friday\n"), 0o644); err != nil {
+			notes, err := writeNotes(o, 1)
+			if err != nil {
 				return nil, err
 			}
 			in, _ := json.Marshal(map[string]string{"file_path": notes})
@@ -300,7 +307,7 @@ var allowHook = func() string {
 func codexSessions(bin string) sessionKind {
 	return sessionKind{name: "codex", calls: "exec_command: cat of a file, an approval each", vendor: "codex", binary: bin,
 		prepare: func(o *operator, n int) (*scripted.Server, error) {
-			if err := os.WriteFile(filepath.Join(o.tree, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+			if _, err := writeNotes(o, 1); err != nil {
 				return nil, err
 			}
 			return scripted.NewOpenAIServer(repeated(n, scripted.Turn{ToolCall: &scripted.ToolCall{Name: "exec_command", Input: json.RawMessage(`{"cmd":"cat notes.md"}`)}})), nil
@@ -341,7 +348,7 @@ func b10xSessions() sessionKind {
 			if _, err := b10xstandin.Install(filepath.Join(o.home, ".local", "bin"), nil); err != nil {
 				return nil, err
 			}
-			if err := os.WriteFile(filepath.Join(o.tree, "notes.md"), []byte("the release is on Friday\n"), 0o644); err != nil {
+			if _, err := writeNotes(o, 1); err != nil {
 				return nil, err
 			}
 			script := b10xstandin.Config{}
@@ -352,15 +359,11 @@ func b10xSessions() sessionKind {
 			if err := os.WriteFile(filepath.Join(o.tree, "script.json"), b, 0o644); err != nil {
 				return nil, err
 			}
-			f, err := readFrame()
-			if err != nil {
-				return nil, err
-			}
-			return nil, os.WriteFile(filepath.Join(o.home, "frame.json"), f, 0o644)
+			return nil, writeFrame(o)
 		},
 		governed: func(mh string, o *operator, _ *scripted.Server) *exec.Cmd {
 			cmd := exec.Command(mh, "run", "b10x", "--credentials", "none", "--model", "b10x-emulated", "--model-endpoint", "https://example.invalid",
-				"--decisions", "frame", "--frame", filepath.Join(o.home, "frame.json"), "--cwd", o.tree, "--scratch-cwd", "-p", "script.json")
+				"--decisions", "frame", "--frame", framePath(o), "--cwd", o.tree, "--scratch-cwd", "-p", "script.json")
 			cmd.Env = o.env
 			return cmd
 		},
@@ -394,8 +397,18 @@ func b10xSessions() sessionKind {
 	}
 }
 
-// readFrame is a sealed frame admitting file.read.
-func readFrame() ([]byte, error) {
+// writeNotes writes the notes the sessions read, lines of them, in o's
+// tree, and returns their path.
+func writeNotes(o *operator, lines int) (string, error) {
+	notes := filepath.Join(o.tree, "notes.md")
+	return notes, os.WriteFile(notes, []byte(strings.Repeat("the release is on Friday\n", lines)), 0o644)
+}
+
+// framePath is where writeFrame puts the frame, in o's home.
+func framePath(o *operator) string { return filepath.Join(o.home, "frame.json") }
+
+// writeFrame writes a sealed frame admitting file.read at framePath.
+func writeFrame(o *operator) error {
 	f, err := frame.Seal(frame.Document{
 		Workflow: frame.Workflow{ID: "bench", Version: "1"}, Node: frame.NodeRef{ID: "read"},
 		Step:  record.StepRef{Workflow: "bench", State: "read", Index: 1, Attempt: 1},
@@ -404,9 +417,9 @@ func readFrame() ([]byte, error) {
 		Operations: []frame.Operation{{Op: "file.read"}},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return f.Encode(), nil
+	return os.WriteFile(framePath(o), f.Encode(), 0o644)
 }
 
 // repeated is a script of n turns of t, then an answer.
