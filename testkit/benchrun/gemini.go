@@ -59,7 +59,8 @@ func geminiGovernedVsBare(mh, bundle, root string, n int) error {
 // of its own lines (1 to 1, 1 to 2, …: Gemini CLI stops a session that
 // repeats a call), decided when governed at its BeforeTool hook under a
 // frame that admits them. Gemini CLI has command hooks only, no http
-// ones: a shell and `metaharness internal-hook` each call. Bare, the same
+// ones: the command sandbox's bash and `metaharness internal-gemini-hook`
+// each call. Bare, the same
 // CLI runs them unasked; bare + hook, with a command hook of its own that
 // answers allow at once.
 func geminiSessions(bundle string) sessionKind {
