@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/metaharness/metaharness/confine/sandbox"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/metaharness/metaharness/testkit/vendortest"
@@ -37,9 +39,9 @@ func TestMain(m *testing.M) {
 			os.Exit(Main())
 		case "helper":
 			os.Exit(helper(os.Args[2:]))
-		case "internal-sandbox": // as internal/earlyentry takes it
-			if shell, rules, rest, ok := ParseSandboxArgs(os.Args[1:]); ok {
-				err := Sandbox(shell, rules, rest)
+		case sandbox.Verb: // as internal/earlysandbox takes it
+			if shell, rules, rest, ok := sandbox.Parse(os.Args[1:]); ok {
+				err := sandbox.Exec(shell, rules, rest)
 				fmt.Fprintln(os.Stderr, "sandbox:", err)
 				os.Exit(126)
 			}

@@ -1,8 +1,10 @@
 package confine
 
+import "github.com/metaharness/metaharness/confine/sandbox"
+
 // ScopedABI is the first Landlock ABI that scopes signals and abstract unix
 // sockets, which the command sandbox needs.
-const ScopedABI = 6
+const ScopedABI = sandbox.ScopedABI
 
 // Controls are what this host lets a confinement apply besides its
 // namespaces, as Probe found them: each either holds, or says why not in

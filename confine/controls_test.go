@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaharness/metaharness/confine/sandbox"
+
 	"github.com/elastic/go-seccomp-bpf/arch"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -39,7 +41,7 @@ func attack(t *testing.T, s *Spec, sandboxed bool, checks ...string) map[string]
 	self := s.Init
 	tool := []string{self, "helper"}
 	if sandboxed {
-		tool = append(append([]string{self}, SandboxArgs(self, SandboxRules{})...), "helper")
+		tool = append(append([]string{self}, sandbox.Args(self, sandbox.Rules{})...), "helper")
 	}
 	args := append(append([]string{"spawn"}, tool...), append([]string{"check"}, checks...)...)
 	out, ex := run(t, s, helperCmd(self, args...))
@@ -185,7 +187,7 @@ func TestStdioOneWay(t *testing.T) {
 // on inside.
 func TestCommandSandbox(t *testing.T) {
 	self := available(t)
-	if abi, why := landlockABI(); abi < ScopedABI {
+	if abi, why := sandbox.ABI(); abi < ScopedABI {
 		t.Skipf("no Landlock scopes here: %s", why)
 	}
 	s := testSpec(self)
@@ -214,7 +216,7 @@ ls / | grep -q proc && echo piped | cat > out
 sleep 5 & kill $!; wait $!; echo "own child: $?" >> out
 git --version >/dev/null && echo git >> out
 cat out`
-	sh := append(append([]string{"spawn", self}, SandboxArgs("/bin/sh", SandboxRules{})...), "-c", script, "sh", work)
+	sh := append(append([]string{"spawn", self}, sandbox.Args("/bin/sh", sandbox.Rules{})...), "-c", script, "sh", work)
 	out, ex := run(t, s, helperCmd(self, sh...))
 	if ex.Code == nil || *ex.Code != 0 || out != "piped\nbackground\nown child: 143\ngit\n" {
 		t.Errorf("ordinary work in the sandbox ended %+v with:\n%s", ex, out)
@@ -234,8 +236,8 @@ func TestCommandSandboxRules(t *testing.T) {
 	gate, model := listen(t), listen(t)
 	script := `echo "key=${PLACEHOLDER:-unset} base=${BASE:-unset} path=$PATH"
 for p in "$@"; do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && echo "$p open" || echo "$p refused"; done`
-	sandboxed := func(r SandboxRules) string {
-		sh := append(append([]string{"spawn", self}, SandboxArgs("/bin/bash", r)...), "-c", script, "bash", gate, model)
+	sandboxed := func(r sandbox.Rules) string {
+		sh := append(append([]string{"spawn", self}, sandbox.Args("/bin/bash", r)...), "-c", script, "bash", gate, model)
 		c := helperCmd(self, sh...)
 		c.Env = []string{"PATH=/usr/bin:/bin", "PLACEHOLDER=mh-run-x", "BASE=http://127.0.0.1:" + model}
 		out, ex := run(t, testSpec(self), c)
@@ -245,11 +247,11 @@ for p in "$@"; do (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && echo "$p open" 
 		return out
 	}
 	g, _ := strconv.ParseUint(gate, 10, 16)
-	if got, want := sandboxed(SandboxRules{Unset: []string{"PLACEHOLDER", "BASE"}, Connect: []uint16{uint16(g)}}),
+	if got, want := sandboxed(sandbox.Rules{Unset: []string{"PLACEHOLDER", "BASE"}, Connect: []uint16{uint16(g)}}),
 		"key=unset base=unset path=/usr/bin:/bin\n"+gate+" open\n"+model+" refused\n"; got != want {
 		t.Errorf("with rules:\n%s\nwant:\n%s", got, want)
 	}
-	if got, want := sandboxed(SandboxRules{}), "key=mh-run-x base=http://127.0.0.1:"+model+" path=/usr/bin:/bin\n"+gate+" open\n"+model+" open\n"; got != want {
+	if got, want := sandboxed(sandbox.Rules{}), "key=mh-run-x base=http://127.0.0.1:"+model+" path=/usr/bin:/bin\n"+gate+" open\n"+model+" open\n"; got != want {
 		t.Errorf("without rules:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/metaharness/metaharness/confine/sandbox"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -110,7 +112,7 @@ func Main() int {
 // vendor never starts without a control its plan asked for.
 func applyControls(s *Spec) error {
 	if s.CommandSandbox != "" {
-		if abi, why := landlockABI(); abi < ScopedABI {
+		if abi, why := sandbox.ABI(); abi < ScopedABI {
 			if why == "" {
 				why = fmt.Sprintf("ABI %d", abi)
 			}

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
+
+	"github.com/metaharness/metaharness/confine/sandbox"
 )
 
 // Host is what decides Probe's answer for a caller, so that a yes may be
@@ -116,12 +119,13 @@ func NestedProbe() int {
 	} else {
 		c.Seccomp = true
 	}
-	c.LandlockABI, c.LandlockWhy = landlockABI()
+	c.LandlockABI, c.LandlockWhy = sandbox.ABI()
 	if c.LandlockABI > 0 && c.LandlockABI < ScopedABI {
 		c.LandlockWhy = fmt.Sprintf("Landlock ABI %d has no scoped signals or abstract unix sockets (ABI %d, Linux 6.12, has)", c.LandlockABI, ScopedABI)
 	}
 	if c.Scoped() {
-		if err := sandboxScopes.RestrictScoped(); err != nil {
+		runtime.LockOSThread() // the domain is this thread's; the probe then only prints and exits
+		if err := sandbox.Enter(sandbox.Rules{}); err != nil {
 			c.LandlockABI, c.LandlockWhy = 0, "a Landlock domain cannot be entered in the vendor's position: "+err.Error()
 		}
 	}

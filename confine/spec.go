@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strconv"
-	"strings"
+
+	"github.com/metaharness/metaharness/confine/sandbox"
 )
 
 // Namespace names, as a Spec lists them.
@@ -16,84 +16,12 @@ const (
 	Net   = "net"
 )
 
-// InitArgs are the init's arguments after its program's name,
-// NestedProbeArgs those of the probe's nested child, and SandboxArgs those
-// of the command sandbox before the shell's own arguments: the invocations
-// internal/earlyentry takes before the binary's heavier initialisers.
+// InitArgs are the init's arguments after its program's name and
+// NestedProbeArgs those of the probe's nested child: the invocations
+// internal/earlyentry takes before the binary's heavier initialisers (the
+// command sandbox's are confine/sandbox's, taken earlier still).
 func InitArgs() []string        { return []string{"internal-init"} }
 func NestedProbeArgs() []string { return []string{"internal-init", "--nested-probe"} }
-func SandboxArgs(shell string, r SandboxRules) []string {
-	args := []string{"internal-sandbox", "--shell", shell}
-	for _, n := range r.Unset {
-		args = append(args, "--unset", n)
-	}
-	if r.Connect != nil {
-		ports := make([]string, len(r.Connect))
-		for i, p := range r.Connect {
-			ports[i] = strconv.Itoa(int(p))
-		}
-		args = append(args, "--connect", strings.Join(ports, ","))
-	}
-	return append(args, "--")
-}
-
-// SandboxRules are what the command sandbox takes from each command beyond
-// its scopes: what the vendor holds and its commands must not.
-type SandboxRules struct {
-	// Unset are environment variables meant for the vendor alone (the
-	// proxy's placeholder and address, a messaging socket of its own),
-	// taken out of what the command inherits.
-	Unset []string `json:"unset,omitempty"`
-	// Connect, when not nil, are the only TCP ports the command may
-	// connect to (Landlock's network rules): the egress gate's, so that
-	// the model route beside it is out of reach. Nil leaves TCP alone, as
-	// for a child that uses the host's network.
-	Connect []uint16 `json:"connect,omitempty"`
-}
-
-// ParseSandboxArgs reads args as SandboxArgs writes them, followed by at
-// least one argument for the shell: the shell, the rules and the shell's
-// arguments. Not ok: anything else, which the command sandbox never runs.
-func ParseSandboxArgs(args []string) (shell string, r SandboxRules, rest []string, ok bool) {
-	if len(args) < 5 || args[0] != "internal-sandbox" || args[1] != "--shell" || !filepath.IsAbs(args[2]) {
-		return "", r, nil, false
-	}
-	shell, args = args[2], args[3:]
-	for len(args) > 1 && args[0] == "--unset" {
-		if !envName(args[1]) {
-			return "", r, nil, false
-		}
-		r.Unset, args = append(r.Unset, args[1]), args[2:]
-	}
-	if len(args) > 1 && args[0] == "--connect" {
-		r.Connect = []uint16{}
-		for _, f := range strings.Split(args[1], ",") {
-			if f == "" && args[1] == "" {
-				break
-			}
-			p, err := strconv.ParseUint(f, 10, 16)
-			if err != nil || p == 0 || strconv.FormatUint(p, 10) != f {
-				return "", r, nil, false
-			}
-			r.Connect = append(r.Connect, uint16(p))
-		}
-		args = args[2:]
-	}
-	if len(args) < 2 || args[0] != "--" {
-		return "", r, nil, false
-	}
-	return shell, r, args[1:], true
-}
-
-// envName reports whether n is a variable name a shell takes.
-func envName(n string) bool {
-	for i, c := range n {
-		if c != '_' && (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return n != ""
-}
 
 // DeniedSyscalls are the system calls a confinement denies the vendor's
 // whole tree where the host can filter them (Controls.Seccomp): with them
@@ -175,9 +103,9 @@ type Spec struct {
 	// none.
 	CommandSandbox string `json:"command_sandbox,omitempty"`
 	// CommandRules are what that script's sandbox takes from each command
-	// (SandboxRules): the vendor's own variables, and every TCP port but
+	// (sandbox.Rules): the vendor's own variables, and every TCP port but
 	// the egress gate's.
-	CommandRules *SandboxRules `json:"command_rules,omitempty"`
+	CommandRules *sandbox.Rules `json:"command_rules,omitempty"`
 	// Cgroup, when set, puts the child's whole tree in a cgroup v2 of its
 	// own below a delegated one, with memory and task bounds; the run
 	// refuses to start when it cannot.

@@ -32,11 +32,11 @@ const (
 	OpChat        = "chat"
 	OpExecuteTool = "execute_tool"
 
-	AttrVerb           = "metaharness.verb"
-	AttrRun            = "metaharness.run.id"
+	AttrVerb = "metaharness.verb"
+	AttrRun  = "metaharness.run.id"
 	// AttrDigestKey is the key a standalone sidecar's digests are taken
 	// with (a run's are taken with its id, AttrRun).
-	AttrDigestKey = "metaharness.digest.key"
+	AttrDigestKey      = "metaharness.digest.key"
 	AttrKind           = "metaharness.kind"
 	AttrHermetic       = "metaharness.hermetic"
 	AttrDecisions      = "metaharness.decisions"

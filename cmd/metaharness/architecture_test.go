@@ -132,6 +132,10 @@ var internalReaches = map[string][]string{
 	// table of hook programs itself, and both link nothing heavy (its own
 	// test, TestEarlyEntrySkipsTheHeavyInits, holds that).
 	"internal/earlyentry": {"confine", "launcher/kinds/hooks"},
+	// The command sandbox's entry runs before every library's initialiser:
+	// it may reach the sandbox alone, which imports the standard library
+	// alone (TestEarlyEntrySkipsTheHeavyInits holds both).
+	"internal/earlysandbox": {"confine/sandbox"},
 }
 
 // The run (the orchestrator) and the seam, the one package of the run a

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/metaharness/metaharness/confine/sandbox"
+
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
 	b10xhook "github.com/metaharness/metaharness/launcher/b10x/hook"
@@ -51,11 +53,16 @@ func TestEarlyEntrySkipsTheHeavyInits(t *testing.T) {
 	if _, stderr := inits("", confine.NestedProbeArgs()...); strings.Contains(stderr, heavy) {
 		t.Errorf("internal-init initialised %s:\n%s", heavy, stderr)
 	}
-	// The command sandbox runs its shell from the early entry: it starts
-	// once per command of the agent's.
-	stdout, stderr := inits("", append(confine.SandboxArgs("/bin/sh", confine.SandboxRules{}), "-c", "echo sandboxed")...)
-	if strings.Contains(stderr, heavy) {
-		t.Errorf("internal-sandbox initialised %s:\n%s", heavy, stderr)
+	// The command sandbox runs its shell from internal/earlysandbox, which
+	// starts once per command of the agent's: before any library linked
+	// here initialises, the ones ahead of earlyentry included (OTLP,
+	// protobuf, gRPC, x/sys, confine's own).
+	stdout, stderr := inits("", append(sandbox.Args("/bin/sh", sandbox.Rules{}), "-c", "echo sandboxed")...)
+	for _, lib := range []string{heavy, "go.opentelemetry.io/", "google.golang.org/protobuf/", "google.golang.org/grpc ",
+		"golang.org/x/", "github.com/mark3labs/", "github.com/elastic/", "github.com/metaharness/", "net "} {
+		if strings.Contains(stderr, "init "+lib) {
+			t.Errorf("internal-sandbox initialised %s…:\n%s", lib, stderr)
+		}
 	}
 	if stdout != "sandboxed\n" {
 		t.Errorf("internal-sandbox's shell said %q", stdout)
@@ -97,7 +104,7 @@ func TestSandboxPassesDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(mh, append(confine.SandboxArgs("/bin/sh", confine.SandboxRules{}), "-c", "echo kept >&3")...)
+	cmd := exec.Command(mh, append(sandbox.Args("/bin/sh", sandbox.Rules{}), "-c", "echo kept >&3")...)
 	cmd.ExtraFiles = []*os.File{w}
 	out, err := cmd.CombinedOutput()
 	_ = w.Close()

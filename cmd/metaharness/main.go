@@ -17,7 +17,8 @@ import (
 
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/exit"
-	_ "github.com/metaharness/metaharness/internal/earlyentry" // internal-init and the hooks, before the heavy inits
+	_ "github.com/metaharness/metaharness/internal/earlyentry"   // internal-init and the hooks, before the heavy inits
+	_ "github.com/metaharness/metaharness/internal/earlysandbox" // the command sandbox, before any library's init
 	"github.com/metaharness/metaharness/launcher/kinds"
 )
 

@@ -1,8 +1,10 @@
 // Package earlyentry runs the processes metaharness starts of itself on a
 // vendor's path — internal-init, PID 1 of every confined child, and the
-// kinds' hook programs (launcher/kinds/hooks), which Claude Code and the
-// b10x loop start for every tool call — from a package initialiser, before
-// the binary's heavier libraries initialise.
+// kinds' hook programs (launcher/kinds/hooks), which the b10x loop and
+// Gemini CLI start for every tool call — from a package initialiser, before
+// the binary's heavier libraries initialise. (The command sandbox, which
+// starts for every command, is internal/earlysandbox's: it runs earlier
+// still.)
 //
 // Why: Go initialises packages in import-path order as far as their imports
 // allow (The Go Programming Language Specification, "Package
@@ -32,33 +34,22 @@ import (
 
 func init() {
 	if run := Take(os.Args[1:]); run != nil {
-		// As main does before any verb; the command sandbox excepted, which
-		// hands the command whatever its vendor gave it.
+		// As main does before any verb.
 		_ = confine.NonDumpable()
-		if !isSandbox(os.Args[1:]) {
-			confine.CloseOnExec()
-		}
+		confine.CloseOnExec()
 		os.Exit(run(os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
 // Take is the process args asks for when it is one this package runs
-// (confine.InitArgs, confine.NestedProbeArgs, confine.SandboxArgs followed
-// by the shell's arguments, a kind's hook in launcher/kinds/hooks), nil
-// otherwise.
+// (confine.InitArgs, confine.NestedProbeArgs, a kind's hook in
+// launcher/kinds/hooks), nil otherwise.
 func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case slices.Equal(args, confine.InitArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.Main() }
 	case slices.Equal(args, confine.NestedProbeArgs()):
 		return func(io.Reader, io.Writer, io.Writer) int { return confine.NestedProbe() }
-	case isSandbox(args):
-		shell, rules, rest, _ := confine.ParseSandboxArgs(args)
-		return func(_ io.Reader, _, stderr io.Writer) int {
-			err := confine.Sandbox(shell, rules, rest)
-			fmt.Fprintln(stderr, "metaharness:", err)
-			return 126 // what a shell answers for a command it found but could not run
-		}
 	}
 	if h, socket, ok := hooks.Take(args); ok {
 		return func(stdin io.Reader, stdout, stderr io.Writer) int {
@@ -71,11 +62,4 @@ func Take(args []string) func(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return nil
-}
-
-// isSandbox: args are the command sandbox's, as a kind's sandbox script
-// writes them, with an absolute shell and at least one argument for it.
-func isSandbox(args []string) bool {
-	_, _, _, ok := confine.ParseSandboxArgs(args)
-	return ok
 }

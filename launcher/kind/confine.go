@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/metaharness/metaharness/confine/sandbox"
+
 	"github.com/metaharness/metaharness/attest"
 	"github.com/metaharness/metaharness/confine"
 	"github.com/metaharness/metaharness/internal/treepath"
@@ -138,7 +140,7 @@ const SandboxShell = "/bin/bash"
 
 // CommandSandbox is the script, in the scratch tree under name, through
 // which c's vendor runs each command of the agent's inside the command
-// sandbox (confine.Sandbox: a Landlock domain of the command's own, which
+// sandbox (confine/sandbox: a Landlock domain of the command's own, which
 // cannot signal, ptrace or open the /proc entries of the vendor): it starts
 // shell with lead and then the arguments the vendor gives it, without the
 // variables vendorOnly names (the vendor's credential for the proxy, its
@@ -153,7 +155,7 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, vendorOnly []
 	if c == nil || !w.Controls.Scoped() {
 		return nil
 	}
-	rules := confine.SandboxRules{Unset: slices.Compact(slices.Sorted(slices.Values(vendorOnly)))}
+	rules := sandbox.Rules{Unset: slices.Compact(slices.Sorted(slices.Values(vendorOnly)))}
 	if c.Has(confine.Net) {
 		rules.Connect = []uint16{}
 		if _, port, err := net.SplitHostPort(c.GateListen); err == nil {
@@ -163,11 +165,11 @@ func CommandSandbox(c *confine.Spec, w *World, name, shell string, vendorOnly []
 		}
 	}
 	line := "exec " + ShellQuote(w.Self)
-	for _, a := range append(confine.SandboxArgs(shell, rules), lead...) {
+	for _, a := range append(sandbox.Args(shell, rules), lead...) {
 		line += " " + ShellQuote(a)
 	}
 	f := &File{Path: filepath.Join(w.Scratch, name), Mode: 0o755,
-		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine.Sandbox)\n" + line + ` "$@"` + "\n"}
+		Content: "#!/bin/sh\n# metaharness: the command runs in a Landlock domain of its own (confine/sandbox)\n" + line + ` "$@"` + "\n"}
 	c.CommandSandbox, c.CommandRules = f.Path, &rules
 	return f
 }
