@@ -28,8 +28,8 @@ func jsonTree(data []byte) (v any, ok bool) {
 }
 
 // jsonReader reads JSON text token by token, checking its grammar as it
-// goes; line counts the newlines passed, which JSON allows only between
-// tokens.
+// goes; line counts the line breaks passed (LF, CR LF, or CR alone, as
+// YAML counts them), which JSON allows only between tokens.
 type jsonReader struct {
 	data []byte
 	pos  int
@@ -42,7 +42,13 @@ func (r *jsonReader) space() {
 		switch r.data[r.pos] {
 		case '\n':
 			r.line++
-		case ' ', '\t', '\r':
+		case '\r':
+			// A CR alone breaks a line for YAML, whose line numbers these
+			// must match; a CR LF is one break, counted at its LF.
+			if r.pos+1 == len(r.data) || r.data[r.pos+1] != '\n' {
+				r.line++
+			}
+		case ' ', '\t':
 		default:
 			return
 		}
