@@ -57,33 +57,13 @@ type sample struct{ wall, cpu time.Duration }
 // and prints their rows; a kind it cannot run is a line saying why.
 func sessionsFor(mh, before, root string, names []string, lengths []int, rounds int) error {
 	for _, name := range names {
-		var k sessionKind
-		switch name {
-		case "claude", "claude-bash":
-			bin, why := realClaude()
-			if bin == "" {
-				fmt.Printf("%s: not measured: %s\n\n", name, why)
-				continue
-			}
-			k = claudeSessions(bin, map[string]string{"claude": "Read", "claude-bash": "Bash"}[name])
-		case "codex":
-			bin, why := realCodex()
-			if bin == "" {
-				fmt.Printf("codex: not measured: %s\n\n", why)
-				continue
-			}
-			k = codexSessions(bin)
-		case "b10x":
-			k = b10xSessions()
-		case "gemini":
-			bundle, why := realGemini()
-			if bundle == "" {
-				fmt.Printf("gemini: not measured: %s\n\n", why)
-				continue
-			}
-			k = geminiSessions(bundle)
-		default:
-			return fmt.Errorf("no sessions of a kind %q (claude, claude-bash, codex, b10x, gemini)", name)
+		k, why, err := sessionKindNamed(name)
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			fmt.Printf("%s: not measured: %s\n\n", name, why)
+			continue
 		}
 		if err := sessionRows(mh, before, root, k, lengths, rounds); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
@@ -91,6 +71,31 @@ func sessionsFor(mh, before, root string, names []string, lengths []int, rounds 
 		fmt.Println()
 	}
 	return nil
+}
+
+// sessionKindNamed is the sessions of the kind named, or why this host
+// cannot run them (its vendor is not installed).
+func sessionKindNamed(name string) (k sessionKind, why string, err error) {
+	var bin string
+	switch name {
+	case "claude", "claude-bash":
+		if bin, why = realClaude(); bin != "" {
+			k = claudeSessions(bin, map[string]string{"claude": "Read", "claude-bash": "Bash"}[name])
+		}
+	case "codex":
+		if bin, why = realCodex(); bin != "" {
+			k = codexSessions(bin)
+		}
+	case "b10x":
+		k = b10xSessions()
+	case "gemini":
+		if bin, why = realGemini(); bin != "" {
+			k = geminiSessions(bin)
+		}
+	default:
+		err = fmt.Errorf("no sessions of a kind %q (claude, claude-bash, codex, b10x, gemini)", name)
+	}
+	return k, why, err
 }
 
 // realCodex is the pinned Codex's native binary, or why it cannot run
